@@ -1,0 +1,34 @@
+// Host-side layouts of the kernel parameter ABIs, made from the same field lists the kernels use.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cubinrt/cubin.hpp"
+#include "cubinrt/error.hpp"
+
+namespace cubinrt {
+
+struct AbiField {
+  std::string_view name;
+  uint32_t offset = 0;
+  uint32_t size = 0;
+};
+
+struct AbiLayout {
+  std::string_view name;
+  uint32_t version = 0;
+  uint32_t size = 0;         // sizeof the host struct (with its tail padding)
+  uint32_t param_bytes = 0;  // end of the last field: the kernel's parameter block, as launched
+  std::vector<AbiField> fields;
+};
+
+// The layout of an ABI this build knows, or an error naming the ones it knows.
+Result<const AbiLayout*> find_abi(std::string_view name, uint32_t version);
+
+// Every parameter of the kernel at the offset and size of the ABI's field of the same ordinal.
+Status check_kernel_abi(const KernelInfo& kernel, const AbiLayout& abi);
+
+}  // namespace cubinrt

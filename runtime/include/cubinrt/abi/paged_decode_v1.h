@@ -1,0 +1,56 @@
+// The parameter ABI of the paged decode attention kernels, version 1.
+//
+// One list of fields (the X-macro below) makes both the host struct the dispatcher fills and
+// the kernel's parameter list, so host and device agree by construction. The loader still
+// checks every field's offset and size against the cubin (KPARAM_INFO) and the driver
+// (cuFuncGetParamInfo), because a cubin built from another version of this header would not.
+//
+// Plain C types only: this header is compiled by nvcc for the kernels and by g++ for the host.
+#ifndef CUBINRT_ABI_PAGED_DECODE_V1_H
+#define CUBINRT_ABI_PAGED_DECODE_V1_H
+
+#include <stdint.h>
+
+#define CUBINRT_PAGED_DECODE_ABI_NAME "PagedDecodeParams"
+#define CUBINRT_PAGED_DECODE_ABI_VERSION 1
+
+// X(type, name). Order is the ABI; append only, and bump the version when it changes.
+#define CUBINRT_PAGED_DECODE_V1_FIELDS(X)                                                       \
+  X(const void*, q)              /* [batch, num_q_heads, head_dim], q dtype */                  \
+  X(const void*, k_cache)        /* pages, layout given by the strides below */                 \
+  X(const void*, v_cache)                                                                       \
+  X(const int32_t*, block_table) /* [batch, block_table_stride] page indices */                 \
+  X(const int32_t*, seq_lens)    /* [batch] tokens per sequence */                              \
+  X(void*, out)                  /* [batch, num_q_heads, head_dim], q dtype */                  \
+  X(float*, lse)                 /* [batch, num_q_heads] natural-log LSE, or null */            \
+  X(float*, partial)             /* split-KV workspace: [batch, num_q_heads, splits, D + 1] */   \
+  X(int32_t*, split_counters)    /* [batch, num_kv_heads * head_chunks], zero between launches */ \
+  X(int64_t, kv_stride_page)     /* elements between consecutive pages */                      \
+  X(int64_t, kv_stride_token)    /* elements between consecutive tokens of a page */            \
+  X(int64_t, kv_stride_head)     /* elements between consecutive kv heads */                    \
+  X(int64_t, q_stride_batch)                                                                    \
+  X(int64_t, q_stride_head)                                                                     \
+  X(int64_t, out_stride_batch)                                                                  \
+  X(int64_t, out_stride_head)                                                                   \
+  X(float, k_scale)              /* dequantisation scale of K (1 for 16-bit KV) */              \
+  X(float, v_scale)                                                                             \
+  X(float, softmax_scale)                                                                       \
+  X(int32_t, batch)                                                                             \
+  X(int32_t, num_q_heads)                                                                       \
+  X(int32_t, num_kv_heads)                                                                      \
+  X(int32_t, block_table_stride) /* pages per block-table row */                               \
+  X(int32_t, num_splits)         /* KV range split across this many blocks (grid.z) */          \
+  X(int32_t, pages_per_split)
+
+#define CUBINRT_ABI_FIELD_DECL_(type, name) type name;
+typedef struct CubinrtPagedDecodeParamsV1 {
+  CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_ABI_FIELD_DECL_)
+} CubinrtPagedDecodeParamsV1;
+#undef CUBINRT_ABI_FIELD_DECL_
+
+// q heads one block handles: a kv head's group is split into chunks of this many.
+#define CUBINRT_PAGED_DECODE_MAX_GROUP 4
+// Threads per block of every paged decode kernel.
+#define CUBINRT_PAGED_DECODE_THREADS 128
+
+#endif

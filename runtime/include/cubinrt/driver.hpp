@@ -1,0 +1,50 @@
+// The CUDA driver as a checked table of function pointers. The library never links libcuda:
+// open_driver() dlopens libcuda.so.1 and resolves every entry point; tests build a table of
+// their own that emulates devices and faults. Needs <cuda.h> (types only) from the CUDA Toolkit.
+#pragma once
+
+#include <cuda.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "cubinrt/abi.hpp"
+#include "cubinrt/error.hpp"
+
+namespace cubinrt {
+
+// X(name): every driver entry point cubinrt calls. Types come from cuda.h's prototypes.
+#define CUBINRT_DRIVER_FUNCTIONS(X)                                                                  \
+  X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)          \
+  X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceGetUuid)                       \
+  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent)     \
+  X(cuCtxSynchronize) X(cuLibraryLoadData) X(cuLibraryUnload) X(cuLibraryGetKernel)                  \
+  X(cuKernelGetFunction) X(cuKernelSetAttribute) X(cuFuncGetAttribute) X(cuFuncGetParamInfo)         \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernelEx) X(cuMemAlloc) X(cuMemFree)      \
+  X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8) X(cuStreamCreate) X(cuStreamDestroy) \
+  X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)                     \
+  X(cuEventElapsedTime) X(cuEventDestroy)
+
+struct DriverApi {
+#define CUBINRT_DRIVER_PTR_(name) decltype(&::name) name = nullptr;
+  CUBINRT_DRIVER_FUNCTIONS(CUBINRT_DRIVER_PTR_)
+#undef CUBINRT_DRIVER_PTR_
+  std::string origin;  // "libcuda.so.1" or the test double's name
+  void* handle = nullptr;
+
+  // "cuLibraryGetKernel failed: CUDA_ERROR_NO_BINARY_FOR_GPU (no kernel image is available ...)".
+  std::string describe(std::string_view call, CUresult status) const;
+  // Err(Errc::driver) with `what` (the cubin, kernel, device involved) and the call's description.
+  Status check(CUresult status, std::string_view call, std::string_view what) const;
+};
+
+// Every parameter of a resolved function, as cuFuncGetParamInfo reports it, at the offset and size
+// of the ABI's field, and no parameter more. `what` names the kernel for the message.
+Status check_driver_abi(const DriverApi& driver, CUfunction function, const AbiLayout& abi, std::string_view what);
+
+// Opens libcuda.so.1 (or `library`) and resolves every entry point through cuGetProcAddress.
+// A missing library or entry point is an Errc::no_driver error, never a crash.
+Result<std::shared_ptr<const DriverApi>> open_driver(const char* library = "libcuda.so.1");
+
+}  // namespace cubinrt

@@ -1,0 +1,95 @@
+// The paged decode attention dispatcher. The KV cache's logical dtype is always declared: uint8
+// storage is FP8 only when the engine says which FP8, never by inference. A plan resolves the
+// kernel and the launch shape once; launching it is a parameter fill plus cuLaunchKernelEx (no
+// allocation, no host synchronisation, capturable in a CUDA graph).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "cubinrt/error.hpp"
+#include "cubinrt/runtime.hpp"
+#include "cubinrt/types.hpp"
+
+struct CUstream_st;
+
+namespace cubinrt {
+
+enum class KvLayout : uint8_t {
+  nhd,  // [num_pages, page_size, num_kv_heads, head_dim]  (vLLM, FlashInfer "NHD")
+  hnd,  // [num_pages, num_kv_heads, page_size, head_dim]  (FlashInfer "HND", TensorRT-LLM)
+};
+
+struct KvCacheDesc {
+  const void* k = nullptr;
+  const void* v = nullptr;
+  Dtype storage = Dtype::bf16;            // what the buffer's elements are: fp16, bf16 or uint8
+  std::optional<Dtype> declared;          // the logical KV dtype; required for uint8 storage
+  float k_scale = 1.f;                    // per-layer dequantisation scales (FP8)
+  float v_scale = 1.f;
+  const void* scale_factors = nullptr;    // NVFP4 block scales (no NVFP4 kernel yet)
+  KvLayout layout = KvLayout::nhd;
+  uint32_t page_size = 0;
+  uint32_t num_kv_heads = 0;
+  int64_t num_pages = 0;
+};
+
+// What stays fixed across calls of one shape: the plan is made from this.
+struct DecodeShape {
+  uint32_t batch = 0;
+  uint32_t num_q_heads = 0;
+  uint32_t num_kv_heads = 0;
+  uint32_t head_dim = 0;
+  Dtype q_dtype = Dtype::bf16;
+  Dtype kv_storage = Dtype::bf16;
+  std::optional<Dtype> kv_declared;
+  uint32_t page_size = 0;
+  KvLayout layout = KvLayout::nhd;
+  uint32_t block_table_stride = 0;  // pages per block-table row (the longest sequence's capacity)
+  uint32_t max_seq_len = 0;         // 0: block_table_stride * page_size
+  int num_splits = 0;               // 0: chosen from the device; else forced (tests, benchmarks)
+};
+
+struct DecodeArgs {
+  const void* q = nullptr;              // [batch, num_q_heads, head_dim] contiguous, q dtype
+  KvCacheDesc kv;
+  const int32_t* block_table = nullptr; // [batch, block_table_stride]
+  const int32_t* seq_lens = nullptr;    // [batch], each <= block_table_stride * page_size
+  void* out = nullptr;                  // [batch, num_q_heads, head_dim] contiguous, q dtype
+  float* lse = nullptr;                 // [batch, num_q_heads], optional
+  float softmax_scale = 0.f;            // 0: 1/sqrt(head_dim)
+  void* workspace = nullptr;            // plan.workspace_bytes(), zeroed once when allocated
+  size_t workspace_bytes = 0;
+};
+
+// The kernel's logical KV dtype from storage and declaration, or why it cannot be decided.
+Result<Dtype> resolve_kv_dtype(Dtype q_dtype, Dtype storage, std::optional<Dtype> declared);
+
+class DecodePlan {
+ public:
+  static Result<DecodePlan> create(const Runtime& runtime, const DecodeShape& shape);
+
+  // Bytes of split-KV workspace the launch needs (0 without splits). Zero it once at allocation;
+  // the kernel leaves it zeroed after every complete launch.
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  int num_splits() const { return num_splits_; }
+  const LoadedKernel& kernel() const { return *kernel_; }
+  const DecodeShape& shape() const { return shape_; }
+
+  // Checks the arguments against the plan, then launches on `stream`.
+  Status launch(const DecodeArgs& args, CUstream_st* stream) const;
+
+ private:
+  const Runtime* runtime_ = nullptr;
+  const LoadedKernel* kernel_ = nullptr;
+  DecodeShape shape_;
+  Dtype kv_dtype_ = Dtype::bf16;
+  int num_splits_ = 1;
+  int pages_per_split_ = 0;
+  int head_chunks_ = 1;
+  size_t workspace_bytes_ = 0;
+  size_t param_bytes_ = 0;
+};
+
+}  // namespace cubinrt

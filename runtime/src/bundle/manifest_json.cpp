@@ -1,0 +1,109 @@
+// Manifest <-> JSON. Parsing checks types and required fields and never throws to the caller.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/try.hpp"
+#include "cubinrt/manifest.hpp"
+
+namespace cubinrt {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json entry_json(const ManifestEntry& e) {
+  return {
+      {"id", e.id},
+      {"family", e.key.family},
+      {"arch", e.arch.str()},
+      {"head_dim", e.key.head_dim},
+      {"q_dtype", dtype_name(e.key.q_dtype)},
+      {"kv_dtype", dtype_name(e.key.kv_dtype)},
+      {"page_size", e.key.page_size},
+      {"symbol", e.symbol},
+      {"abi", {{"name", e.abi_name}, {"version", e.abi_version}}},
+      {"sha256", e.sha256},
+      {"offset", e.offset},
+      {"compressed_size", e.compressed_size},
+      {"size", e.size},
+      {"toolkit_version", e.toolkit_version},
+      {"min_driver_version", e.min_driver_version},
+      {"registers", e.registers},
+      {"static_shared", e.static_shared},
+      {"max_threads", e.max_threads},
+  };
+}
+
+Result<ManifestEntry> parse_entry(const ordered_json& j) {
+  ManifestEntry e;
+  e.id = j.at("id").get<std::string>();
+  e.key.family = j.at("family").get<std::string>();
+  e.arch = CUBINRT_TRY(Arch::parse(j.at("arch").get<std::string>()));
+  e.key.head_dim = j.at("head_dim").get<uint32_t>();
+  e.key.q_dtype = CUBINRT_TRY(parse_dtype(j.at("q_dtype").get<std::string>()));
+  e.key.kv_dtype = CUBINRT_TRY(parse_dtype(j.at("kv_dtype").get<std::string>()));
+  e.key.page_size = j.at("page_size").get<uint32_t>();
+  e.symbol = j.at("symbol").get<std::string>();
+  e.abi_name = j.at("abi").at("name").get<std::string>();
+  e.abi_version = j.at("abi").at("version").get<uint32_t>();
+  e.sha256 = j.at("sha256").get<std::string>();
+  e.offset = j.at("offset").get<uint64_t>();
+  e.compressed_size = j.at("compressed_size").get<uint64_t>();
+  e.size = j.at("size").get<uint64_t>();
+  e.toolkit_version = j.at("toolkit_version").get<uint32_t>();
+  e.min_driver_version = j.at("min_driver_version").get<int>();
+  e.registers = j.at("registers").get<uint32_t>();
+  e.static_shared = j.at("static_shared").get<uint32_t>();
+  e.max_threads = j.at("max_threads").get<uint32_t>();
+  if (e.sha256.size() != 64 || e.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return fail(Errc::corrupt_manifest, fmt::format("entry {}: sha256 '{}' is not 64 lowercase hex digits", e.id, e.sha256));
+  return e;
+}
+
+}  // namespace
+
+std::string Manifest::to_json() const {
+  ordered_json entries_json = ordered_json::array();
+  for (const ManifestEntry& e : entries) entries_json.push_back(entry_json(e));
+  const ordered_json doc = {{"format", "cubinrt-manifest"},
+                            {"version", version},
+                            {"generator", generator},
+                            {"toolkit", toolkit},
+                            {"min_driver_version", min_driver_version},
+                            {"entries", entries_json}};
+  return doc.dump(1);
+}
+
+Result<Manifest> Manifest::parse(std::string_view text) {
+  const ordered_json doc = ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return fail(Errc::corrupt_manifest, "manifest: not a JSON object");
+  try {
+    if (doc.value("format", "") != "cubinrt-manifest")
+      return fail(Errc::corrupt_manifest, "manifest: 'format' is not \"cubinrt-manifest\"");
+    Manifest m;
+    m.version = doc.at("version").get<uint32_t>();
+    if (m.version != kManifestVersion)
+      return fail(Errc::corrupt_manifest, fmt::format("manifest: version {} (this build reads version {})", m.version, kManifestVersion));
+    m.generator = doc.at("generator").get<std::string>();
+    m.toolkit = doc.at("toolkit").get<std::string>();
+    m.min_driver_version = doc.at("min_driver_version").get<int>();
+    size_t index = 0;
+    for (const ordered_json& j : doc.at("entries")) {
+      auto e = parse_entry(j);
+      if (!e) return std::unexpected(std::move(e).error().context(fmt::format("manifest entry {}", index)));
+      m.entries.push_back(std::move(*e));
+      ++index;
+    }
+    return m;
+  } catch (const nlohmann::json::exception& e) {
+    return fail(Errc::corrupt_manifest, fmt::format("manifest: {}", e.what()));
+  }
+}
+
+const ManifestEntry* Manifest::find(std::string_view id) const {
+  for (const ManifestEntry& e : entries)
+    if (e.id == id) return &e;
+  return nullptr;
+}
+
+}  // namespace cubinrt

@@ -1,0 +1,234 @@
+// read_cubin: the ELF tables, then the NVIDIA notes and attributes, validated as they are read.
+#include <algorithm>
+#include <set>
+
+#include "cubin/elf.hpp"
+#include "cubin/nv_info.hpp"
+#include "cubinrt/cubin.hpp"
+
+namespace cubinrt {
+
+using namespace detail;
+
+namespace {
+
+constexpr uint32_t kKnownSms[] = {50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121};
+
+struct Note {
+  uint32_t type;
+  ByteView desc;
+};
+
+// Notes owned by "NVIDIA Corp" in one SHT_NOTE section.
+Result<std::vector<Note>> parse_notes(const ByteView& s, std::string_view section) {
+  std::vector<Note> notes;
+  uint64_t at = 0;
+  while (at + 12 <= s.size()) {
+    const auto namesz = CUBINRT_TRY(s.read<uint32_t>(at, "note namesz"));
+    const auto descsz = CUBINRT_TRY(s.read<uint32_t>(at + 4, "note descsz"));
+    const auto type = CUBINRT_TRY(s.read<uint32_t>(at + 8, "note type"));
+    const uint64_t name_at = at + 12, desc_at = name_at + ((uint64_t{namesz} + 3) & ~uint64_t{3});
+    const ByteView name = CUBINRT_TRY(s.sub(name_at, namesz, fmt::format("{} note name", section)));
+    const ByteView desc = CUBINRT_TRY(s.sub(desc_at, descsz, fmt::format("{} note description", section)));
+    if (CUBINRT_TRY(name.cstr(0, "note owner")) == "NVIDIA Corp") notes.push_back({type, desc});
+    at = desc_at + ((uint64_t{descsz} + 3) & ~uint64_t{3});
+  }
+  return notes;
+}
+
+Status read_notes(const ElfFile& elf, CubinInfo& info) {
+  if (const Section* s = elf.find(".note.nv.cuinfo")) {
+    for (const Note& n : CUBINRT_TRY(parse_notes(CUBINRT_TRY(elf.contents(*s)), s->name))) {
+      if (n.type != 1000) continue;
+      info.virtual_sm = CUBINRT_TRY(n.desc.read<uint16_t>(2, "cuinfo virtual SM"));
+      info.toolkit_version = CUBINRT_TRY(n.desc.read<uint32_t>(4, "cuinfo toolkit version"));
+    }
+  }
+  if (const Section* s = elf.find(".note.nv.tkinfo")) {
+    for (const Note& n : CUBINRT_TRY(parse_notes(CUBINRT_TRY(elf.contents(*s)), s->name))) {
+      if (n.type != 2000) continue;
+      const ByteView blob = CUBINRT_TRY(n.desc.sub(24, n.desc.size() - std::min<uint64_t>(24, n.desc.size()), "tkinfo strings"));
+      auto field = [&](uint32_t index, std::string_view what) -> Result<std::string> {
+        const auto offset = CUBINRT_TRY(n.desc.read<uint32_t>(uint64_t{index} * 4, "tkinfo field"));
+        return std::string(CUBINRT_TRY(blob.cstr(offset, what)));
+      };
+      info.tool_name = CUBINRT_TRY(field(2, "tkinfo tool name"));
+      info.tool_version = CUBINRT_TRY(field(3, "tkinfo tool version"));
+      info.tool_options = CUBINRT_TRY(field(5, "tkinfo options"));
+    }
+  }
+  return {};
+}
+
+Status read_arch(const ElfFile& elf, CubinInfo& info) {
+  const uint32_t flags = elf.header.flags;
+  bool accel = false;
+  uint32_t sm = 0;
+  if (elf.header.abi_version == 7) {
+    sm = flags & 0xff;
+    info.virtual_sm = (flags >> 16) & 0xff;
+    accel = (flags & 0x800) != 0;
+  } else {
+    sm = (flags >> 8) & 0xff;
+    accel = (flags & 0x8) != 0;
+  }
+  if (std::ranges::find(kKnownSms, sm) == std::end(kKnownSms))
+    return fail(Errc::corrupt_cubin, fmt::format("rule elf-sm: e_flags {:#010x} name SM {}, which is no known GPU architecture", flags, sm));
+  if (const Section* s = elf.find(".nv.compat")) {
+    for (const NvInfoRecord& r : CUBINRT_TRY(parse_nv_info(CUBINRT_TRY(elf.contents(*s)), s->name)))
+      if (r.attribute == kCompatAcceleratorTarget && r.format == 2 && r.value == 1) accel = true;
+  }
+  Arch::Variant variant = accel ? Arch::Variant::accel : Arch::Variant::plain;
+  // 'f' leaves no mark but the ptxas command line.
+  if (!accel && info.tool_options.find(fmt::format("-arch sm_{}f", sm)) != std::string::npos) variant = Arch::Variant::family;
+  info.arch = Arch::from_sm(sm, variant);
+  return {};
+}
+
+struct GlobalAttrs {
+  std::vector<std::pair<uint32_t, uint32_t>> regcount, frame_size;  // symbol index -> value
+};
+
+Result<GlobalAttrs> read_global_info(const ElfFile& elf) {
+  GlobalAttrs g;
+  const Section* s = elf.find(".nv.info");
+  if (s == nullptr) return g;
+  for (const NvInfoRecord& r : CUBINRT_TRY(parse_nv_info(CUBINRT_TRY(elf.contents(*s)), s->name))) {
+    if (r.format != 4 || (r.attribute != kRegCount && r.attribute != kFrameSize)) continue;
+    const uint32_t sym = CUBINRT_TRY(r.word(0)), value = CUBINRT_TRY(r.word(1));
+    (r.attribute == kRegCount ? g.regcount : g.frame_size).emplace_back(sym, value);
+  }
+  return g;
+}
+
+const Section* section_for(const ElfFile& elf, std::string_view prefix, std::string_view kernel) {
+  for (const Section& s : elf.sections)
+    if (s.name.size() == prefix.size() + kernel.size() && s.name.starts_with(prefix) && s.name.ends_with(kernel)) return &s;
+  return nullptr;
+}
+
+Result<KernelInfo> read_kernel(const ElfFile& elf, const GlobalAttrs& globals, const Symbol& sym, uint32_t sym_index,
+                               const CubinInfo& info) {
+  KernelInfo k;
+  k.name = std::string(sym.name);
+  auto bad = [&](std::string_view rule, std::string msg) {
+    return fail(Errc::corrupt_cubin, fmt::format("rule {}: kernel '{}': {}", rule, k.name, msg));
+  };
+  const Section* text = section_for(elf, ".text.", sym.name);
+  if (text == nullptr || sym.shndx >= elf.sections.size() || &elf.sections[sym.shndx] != text)
+    return bad("kernel-sections", "its symbol does not point at a .text.<kernel> section");
+  const uint32_t text_index = static_cast<uint32_t>(text - elf.sections.data());
+  k.code_size = text->size;
+
+  const Section* info_sec = section_for(elf, ".nv.info.", sym.name);
+  if (info_sec == nullptr || info_sec->info != text_index)
+    return bad("kernel-sections", "no .nv.info.<kernel> section links to its .text");
+  const Section* cbank = section_for(elf, ".nv.constant0.", sym.name);
+  if (cbank == nullptr || cbank->info != text_index)
+    return bad("kernel-sections", "no .nv.constant0.<kernel> section links to its .text");
+
+  uint32_t cbank_param_size = 0, param_cbank_size = 0;
+  bool have_cbank_param_size = false;
+  std::vector<uint32_t> exit_offsets;
+  for (const NvInfoRecord& r : CUBINRT_TRY(parse_nv_info(CUBINRT_TRY(elf.contents(*info_sec)), info_sec->name))) {
+    switch (r.attribute) {
+      case kKparamInfo: {
+        if (r.format != 4 || r.payload.size() != 12) return bad("kparam-record", fmt::format("KPARAM_INFO payload of {} bytes (12 expected)", r.payload.size()));
+        const uint32_t packed = CUBINRT_TRY(r.payload.read<uint32_t>(8, "KPARAM packed"));
+        k.params.push_back({CUBINRT_TRY(r.payload.read<uint16_t>(4, "KPARAM ordinal")),
+                            CUBINRT_TRY(r.payload.read<uint16_t>(6, "KPARAM offset")), packed >> 18});
+        break;
+      }
+      case kCbankParamSize:
+        if (r.format != 3) return bad("nv-info-format", "CBANK_PARAM_SIZE is not a half-word record");
+        cbank_param_size = r.value;
+        have_cbank_param_size = true;
+        break;
+      case kParamCbank: {
+        if (r.format != 4 || r.payload.size() != 8) return bad("nv-info-format", "PARAM_CBANK payload is not 8 bytes");
+        const uint32_t packed = CUBINRT_TRY(r.word(1));
+        k.param_base = packed & 0xffff;
+        param_cbank_size = packed >> 16;
+        break;
+      }
+      case kMaxThreads:
+      case kReqNtid:
+      case kCtaPerCluster: {
+        if (r.format != 4 || r.payload.size() != 12) return bad("nv-info-format", fmt::format("attribute {:#x} payload is not 12 bytes", r.attribute));
+        auto& dims = r.attribute == kMaxThreads ? k.max_ntid : r.attribute == kReqNtid ? k.req_ntid : k.cluster;
+        for (uint32_t i = 0; i < 3; ++i) dims[i] = CUBINRT_TRY(r.word(i));
+        break;
+      }
+      case kExplicitCluster: k.explicit_cluster = true; break;
+      case kNumBarriers: k.num_barriers = r.value; break;
+      case kMaxRegCount: k.max_reg_count = r.value; break;
+      case kExitInstrOffsets:
+        if (r.format != 4) return bad("nv-info-format", "EXIT_INSTR_OFFSETS is not a sized record");
+        for (uint32_t i = 0; i * 4 < r.payload.size(); ++i) exit_offsets.push_back(CUBINRT_TRY(r.word(i)));
+        break;
+      default: break;
+    }
+  }
+
+  for (const auto& [s, v] : globals.regcount)
+    if (s == sym_index) k.registers = v;
+  for (const auto& [s, v] : globals.frame_size)
+    if (s == sym_index) k.local_bytes = v;
+  if (k.registers < 1 || k.registers > 255) return bad("regcount", fmt::format("REGCOUNT is {} (1 to 255 allowed)", k.registers));
+  if (k.max_ntid[0] != 0) k.max_threads = k.max_ntid[0] * std::max(1u, k.max_ntid[1]) * std::max(1u, k.max_ntid[2]);
+  if (k.max_threads == 0 || k.max_threads > 1024) return bad("max-threads", fmt::format("launch bounds allow {} threads (1 to 1024)", k.max_threads));
+
+  std::ranges::sort(k.params, {}, &ParamInfo::ordinal);
+  uint32_t param_end = 0;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const ParamInfo& p = k.params[i];
+    if (p.ordinal != i) return bad("kparam-ordinals", fmt::format("parameter ordinals are not 0..{} (found {} at position {})", k.params.size() - 1, p.ordinal, i));
+    param_end = std::max(param_end, p.offset + p.size);
+  }
+  if (!k.params.empty() && !have_cbank_param_size) return bad("kparam-size", "parameters are described but CBANK_PARAM_SIZE is absent");
+  k.param_bytes = cbank_param_size;
+  if (param_end > cbank_param_size)
+    return bad("kparam-size", fmt::format("parameters end at byte {} but CBANK_PARAM_SIZE is {}", param_end, cbank_param_size));
+  if (param_cbank_size != cbank_param_size)
+    return bad("kparam-size", fmt::format("PARAM_CBANK says {} parameter bytes, CBANK_PARAM_SIZE says {}", param_cbank_size, cbank_param_size));
+  if (cbank->size < uint64_t{k.param_base} + cbank_param_size)
+    return bad("cbank-size", fmt::format(".nv.constant0 holds {} bytes, less than parameter base {} + {} parameter bytes", cbank->size, k.param_base, cbank_param_size));
+  for (uint32_t off : exit_offsets)
+    if (off >= text->size || off % 16 != 0)
+      return bad("exit-offsets", fmt::format("exit instruction offset {} is not a 16-byte slot inside its {}-byte .text", off, text->size));
+
+  if (const Section* shared = section_for(elf, ".nv.shared.", sym.name)) {
+    const uint64_t reserved = info.arch.major >= 9 && shared->size >= 1024 ? 1024 : 0;
+    k.static_shared = static_cast<uint32_t>(shared->size - reserved);
+  }
+  return k;
+}
+
+}  // namespace
+
+const KernelInfo* CubinInfo::kernel(std::string_view name) const {
+  for (const KernelInfo& k : kernels)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+Result<CubinInfo> read_cubin(std::span<const std::byte> bytes) {
+  const ElfFile elf = CUBINRT_TRY(ElfFile::parse(ByteView(bytes, Errc::corrupt_cubin)));
+  CubinInfo info;
+  info.abi_version = elf.header.abi_version;
+  info.e_flags = elf.header.flags;
+  if (elf.header.abi_version == 7 && elf.header.version >= 10) info.toolkit_version = elf.header.version;
+  CUBINRT_TRY(read_notes(elf, info));
+  CUBINRT_TRY(read_arch(elf, info));
+  const GlobalAttrs globals = CUBINRT_TRY(read_global_info(elf));
+  std::set<std::string_view> seen;
+  for (uint32_t i = 0; i < elf.symbols.size(); ++i) {
+    const Symbol& sym = elf.symbols[i];
+    if (!sym.is_entry()) continue;
+    if (!seen.insert(sym.name).second) return fail(Errc::corrupt_cubin, fmt::format("rule kernel-unique: kernel '{}' is defined twice", sym.name));
+    info.kernels.push_back(CUBINRT_TRY(read_kernel(elf, globals, sym, i, info)));
+  }
+  return info;
+}
+
+}  // namespace cubinrt

@@ -1,0 +1,165 @@
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "common/try.hpp"
+#include "cubinrt/abi.hpp"
+#include "cubinrt/abi/paged_decode_v1.h"
+#include "cubinrt/driver.hpp"
+#include "cubinrt/paged_decode.hpp"
+
+namespace cubinrt {
+
+namespace {
+
+constexpr int kMinTokensPerSplit = 256;  // below this a split costs more than it hides
+
+bool aligned(const void* p, size_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
+
+Status check_shape(const DecodeShape& s) {
+  auto bad = [](std::string m) { return fail(Errc::invalid_argument, "paged decode: " + m); };
+  if (s.batch == 0 || s.num_q_heads == 0 || s.num_kv_heads == 0 || s.head_dim == 0 || s.page_size == 0 || s.block_table_stride == 0)
+    return bad(fmt::format("batch {}, num_q_heads {}, num_kv_heads {}, head_dim {}, page_size {} and block_table_stride {} must all be positive",
+                           s.batch, s.num_q_heads, s.num_kv_heads, s.head_dim, s.page_size, s.block_table_stride));
+  if (s.num_q_heads % s.num_kv_heads != 0)
+    return bad(fmt::format("num_q_heads {} is not a multiple of num_kv_heads {}", s.num_q_heads, s.num_kv_heads));
+  if (s.q_dtype != Dtype::fp16 && s.q_dtype != Dtype::bf16)
+    return bad(fmt::format("q dtype {} is not supported (fp16 or bf16)", dtype_name(s.q_dtype)));
+  const uint64_t capacity = uint64_t{s.block_table_stride} * s.page_size;
+  if (s.max_seq_len > capacity)
+    return bad(fmt::format("max_seq_len {} exceeds the block table's capacity of {} tokens ({} pages of {})", s.max_seq_len, capacity,
+                           s.block_table_stride, s.page_size));
+  if (s.batch > 0x7fffffffu || uint64_t{s.num_kv_heads} * ((s.num_q_heads / s.num_kv_heads + CUBINRT_PAGED_DECODE_MAX_GROUP - 1) / CUBINRT_PAGED_DECODE_MAX_GROUP) > 65535)
+    return bad("too many heads for one launch");
+  return {};
+}
+
+}  // namespace
+
+Result<Dtype> resolve_kv_dtype(Dtype q_dtype, Dtype storage, std::optional<Dtype> declared) {
+  auto bad = [](std::string m) { return fail(Errc::invalid_argument, "KV cache dtype: " + m); };
+  switch (storage) {
+    case Dtype::uint8:
+      if (!declared)
+        return bad("the KV cache is uint8 storage with no declared dtype; declare fp8_e4m3 or fp8_e5m2 (cubinrt never infers the encoding from storage)");
+      if (*declared == Dtype::fp8_e4m3 || *declared == Dtype::fp8_e5m2) return *declared;
+      if (*declared == Dtype::nvfp4)
+        return bad("nvfp4 KV is declared, but cubinrt has no NVFP4 decode kernel yet (NVFP4 also needs its scale-factor tensor); use fp8_e4m3, fp8_e5m2 or 16-bit KV");
+      return bad(fmt::format("uint8 storage cannot hold {} KV", dtype_name(*declared)));
+    case Dtype::fp8_e4m3:
+    case Dtype::fp8_e5m2:
+    case Dtype::fp16:
+    case Dtype::bf16:
+      if (declared && *declared != storage)
+        return bad(fmt::format("storage is {} but the declared dtype is {}; FP8 and NVFP4 caches are declared on uint8 storage",
+                               dtype_name(storage), dtype_name(*declared)));
+      if ((storage == Dtype::fp16 || storage == Dtype::bf16) && storage != q_dtype)
+        return bad(fmt::format("16-bit KV must match the q dtype ({} KV with {} q)", dtype_name(storage), dtype_name(q_dtype)));
+      return storage;
+    case Dtype::nvfp4:
+      return bad("nvfp4 is declared on uint8 storage, and cubinrt has no NVFP4 decode kernel yet");
+  }
+  return bad("unknown storage dtype");
+}
+
+Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape& s) {
+  CUBINRT_TRY(check_shape(s));
+  DecodePlan plan;
+  plan.runtime_ = &runtime;
+  plan.shape_ = s;
+  plan.kv_dtype_ = CUBINRT_TRY(resolve_kv_dtype(s.q_dtype, s.kv_storage, s.kv_declared));
+  const KernelKey key{"paged_decode", s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size};
+  plan.kernel_ = CUBINRT_TRY(runtime.kernel(key));
+  plan.param_bytes_ = CUBINRT_TRY(find_abi(plan.kernel_->entry->abi_name, plan.kernel_->entry->abi_version))->param_bytes;
+
+  const int group = static_cast<int>(s.num_q_heads / s.num_kv_heads);
+  plan.head_chunks_ = (group + CUBINRT_PAGED_DECODE_MAX_GROUP - 1) / CUBINRT_PAGED_DECODE_MAX_GROUP;
+  const int64_t max_len = s.max_seq_len ? s.max_seq_len : int64_t{s.block_table_stride} * s.page_size;
+  const int64_t pages = (max_len + s.page_size - 1) / s.page_size;
+  const int64_t blocks = int64_t{s.batch} * s.num_kv_heads * plan.head_chunks_;
+  int64_t splits = s.num_splits;
+  if (splits <= 0) {
+    // Enough blocks to fill every multiprocessor at the kernel's occupancy, without splits so
+    // short that merging them costs more than it hides.
+    const int64_t target = int64_t{runtime.device().multiprocessors} * std::max(1, plan.kernel_->blocks_per_sm);
+    const int64_t by_fill = (target + blocks - 1) / blocks;
+    const int64_t by_length = std::max<int64_t>(1, max_len / kMinTokensPerSplit);
+    splits = std::clamp<int64_t>(std::min(by_fill, by_length), 1, 65535);
+  }
+  splits = std::clamp<int64_t>(splits, 1, std::max<int64_t>(1, pages));
+  plan.pages_per_split_ = static_cast<int>((pages + splits - 1) / splits);
+  plan.num_splits_ = static_cast<int>((pages + plan.pages_per_split_ - 1) / plan.pages_per_split_);
+  if (plan.num_splits_ > 1) {
+    const size_t partial = size_t{s.batch} * s.num_q_heads * plan.num_splits_ * (s.head_dim + 1) * sizeof(float);
+    plan.workspace_bytes_ = (partial + 255) / 256 * 256 + size_t{s.batch} * s.num_kv_heads * plan.head_chunks_ * sizeof(int32_t);
+  }
+  return plan;
+}
+
+Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
+  const DecodeShape& s = shape_;
+  auto bad = [](std::string m) { return fail(Errc::invalid_argument, "paged decode launch: " + m); };
+  if (!a.q || !a.kv.k || !a.kv.v || !a.block_table || !a.seq_lens || !a.out)
+    return bad("q, kv.k, kv.v, block_table, seq_lens and out must all be non-null");
+  if (!aligned(a.q, 16) || !aligned(a.kv.k, 16) || !aligned(a.kv.v, 16) || !aligned(a.out, 16))
+    return bad("q, kv.k, kv.v and out must be 16-byte aligned");
+  if (!aligned(a.block_table, 4) || !aligned(a.seq_lens, 4) || !aligned(a.lse, 4)) return bad("block_table, seq_lens and lse must be 4-byte aligned");
+  if (a.kv.storage != s.kv_storage || a.kv.declared != s.kv_declared)
+    return bad(fmt::format("the KV descriptor's dtype (storage {}, declared {}) is not the plan's (storage {}, declared {})",
+                           dtype_name(a.kv.storage), a.kv.declared ? dtype_name(*a.kv.declared) : "none", dtype_name(s.kv_storage),
+                           s.kv_declared ? dtype_name(*s.kv_declared) : "none"));
+  if (a.kv.page_size != s.page_size || a.kv.num_kv_heads != s.num_kv_heads || a.kv.layout != s.layout)
+    return bad(fmt::format("the KV descriptor (page_size {}, {} kv heads) is not the plan's (page_size {}, {} kv heads) or its layout differs",
+                           a.kv.page_size, a.kv.num_kv_heads, s.page_size, s.num_kv_heads));
+  if (a.kv.num_pages <= 0) return bad("kv.num_pages must be positive");
+  if (num_splits_ > 1 && (a.workspace == nullptr || a.workspace_bytes < workspace_bytes_ || !aligned(a.workspace, 16)))
+    return bad(fmt::format("this plan splits the KV range {} ways and needs a 16-byte aligned workspace of {} bytes ({} given)", num_splits_,
+                           workspace_bytes_, a.workspace ? a.workspace_bytes : 0));
+
+  const int64_t D = s.head_dim, H = s.num_kv_heads, P = s.page_size;
+  CubinrtPagedDecodeParamsV1 p{};
+  p.q = a.q;
+  p.k_cache = a.kv.k;
+  p.v_cache = a.kv.v;
+  p.block_table = a.block_table;
+  p.seq_lens = a.seq_lens;
+  p.out = a.out;
+  p.lse = a.lse;
+  if (num_splits_ > 1) {
+    const size_t partial = size_t{s.batch} * s.num_q_heads * num_splits_ * (s.head_dim + 1) * sizeof(float);
+    p.partial = static_cast<float*>(a.workspace);
+    p.split_counters = reinterpret_cast<int32_t*>(static_cast<char*>(a.workspace) + (partial + 255) / 256 * 256);
+  }
+  p.kv_stride_page = P * H * D;
+  p.kv_stride_token = s.layout == KvLayout::nhd ? H * D : D;
+  p.kv_stride_head = s.layout == KvLayout::nhd ? D : P * D;
+  p.q_stride_batch = p.out_stride_batch = int64_t{s.num_q_heads} * D;
+  p.q_stride_head = p.out_stride_head = D;
+  p.k_scale = kv_dtype_ == Dtype::fp8_e4m3 || kv_dtype_ == Dtype::fp8_e5m2 ? a.kv.k_scale : 1.f;
+  p.v_scale = kv_dtype_ == Dtype::fp8_e4m3 || kv_dtype_ == Dtype::fp8_e5m2 ? a.kv.v_scale : 1.f;
+  p.softmax_scale = a.softmax_scale != 0.f ? a.softmax_scale : 1.f / std::sqrt(static_cast<float>(D));
+  p.batch = static_cast<int32_t>(s.batch);
+  p.num_q_heads = static_cast<int32_t>(s.num_q_heads);
+  p.num_kv_heads = static_cast<int32_t>(s.num_kv_heads);
+  p.block_table_stride = static_cast<int32_t>(s.block_table_stride);
+  p.num_splits = num_splits_;
+  p.pages_per_split = pages_per_split_;
+
+  // The parameter block ends at the last field (the struct's tail padding is not part of it).
+  size_t size = param_bytes_;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &p, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  CUlaunchConfig config{};
+  config.gridDimX = s.batch;
+  config.gridDimY = s.num_kv_heads * static_cast<unsigned>(head_chunks_);
+  config.gridDimZ = static_cast<unsigned>(num_splits_);
+  config.blockDimX = CUBINRT_PAGED_DECODE_THREADS;
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = 0;
+  config.hStream = stream;
+  const DriverApi& d = runtime_->driver();
+  return d.check(d.cuLaunchKernelEx(&config, kernel_->function, nullptr, extra), "cuLaunchKernelEx",
+                 fmt::format("{}: kernel {}", runtime_->device().str(), kernel_->entry->symbol));
+}
+
+}  // namespace cubinrt

@@ -1,0 +1,181 @@
+// run_selfcheck: driver -> bundle -> static checks -> device -> load -> ABI -> known answers.
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "common/try.hpp"
+#include "cubinrt/abi.hpp"
+#include "cubinrt/driver.hpp"
+#include "cubinrt/select.hpp"
+#include "cubinrt/selfcheck.hpp"
+#include "cubinrt/verify.hpp"
+
+namespace cubinrt {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// Small enough to run in well under a millisecond, large enough to cross pages, group q heads
+// and split the KV range: 2 sequences, 8 q heads over 2 kv heads, ragged lengths.
+ref::Problem known_answer_problem(const KernelKey& key, Dtype kv_dtype) {
+  DecodeShape s;
+  s.batch = 2;
+  s.num_q_heads = 8;
+  s.num_kv_heads = 2;
+  s.head_dim = key.head_dim;
+  s.q_dtype = key.q_dtype;
+  s.page_size = key.page_size;
+  s.block_table_stride = (3 * 64 + key.page_size - 1) / key.page_size + 1;
+  const int32_t long_len = static_cast<int32_t>(3 * 64 - 5), short_len = 7;
+  return ref::make_problem(s, kv_dtype, {long_len, short_len}, 0x5e1fc4ec + key.head_dim * 131 + key.page_size);
+}
+
+}  // namespace
+
+Result<KnownAnswer> known_answer_test(const Runtime& runtime, const KernelKey& key, std::optional<Dtype> reference_kv_as) {
+  const ref::Problem p = known_answer_problem(key, key.kv_dtype);
+  const DeviceResult r = CUBINRT_TRY(run_on_device(runtime, p, std::nullopt, /*num_splits=*/2));
+  const ref::Answer want = ref::solve(p, reference_kv_as.value_or(key.kv_dtype));
+  KnownAnswer k;
+  k.error = ref::rel_l2(key.q_dtype, r.out, want.out);
+  k.lse_error = ref::rel_l2(r.lse, want.lse);
+  k.tolerance = ref::tolerance(key.q_dtype);
+  return k;
+}
+
+SelfCheckReport run_selfcheck(const SelfCheckOptions& o) {
+  SelfCheckReport rep;
+  const auto t_all = Clock::now();
+  auto step = [&](std::string name, StepStatus st, std::string detail, Clock::time_point t0) {
+    rep.steps.push_back({std::move(name), st, std::move(detail), ms_since(t0)});
+    return st != StepStatus::fail;
+  };
+  auto finish = [&](bool passed) {
+    rep.passed = passed;
+    rep.total_ms = ms_since(t_all);
+    return rep;
+  };
+
+  // 1. The bundle, whose minimum driver the driver step needs.
+  auto t = Clock::now();
+  std::shared_ptr<const Bundle> bundle = o.runtime.bundle;
+  if (!bundle) {
+    auto b = o.runtime.bundle_path ? Bundle::open(*o.runtime.bundle_path) : Bundle::embedded();
+    if (!b) return step("bundle", StepStatus::fail, b.error().message, t), finish(false);
+    bundle = std::make_shared<const Bundle>(std::move(*b));
+  }
+  step("bundle", StepStatus::pass, fmt::format("{}: {} entries, manifest sha256 checked", bundle->name(), bundle->manifest().entries.size()), t);
+
+  // 2. The driver and its version.
+  t = Clock::now();
+  std::shared_ptr<const DriverApi> driver = o.runtime.driver;
+  std::string no_gpu_reason;
+  int driver_version = 0;
+  if (!driver) {
+    auto d = open_driver();
+    if (d) driver = *d;
+    else no_gpu_reason = d.error().message;
+  }
+  if (driver) {
+    if (const CUresult r = driver->cuInit(0); r != CUDA_SUCCESS) no_gpu_reason = driver->describe("cuInit", r);
+    else if (const CUresult r2 = driver->cuDriverGetVersion(&driver_version); r2 != CUDA_SUCCESS) {
+      return step("driver", StepStatus::fail, driver->describe("cuDriverGetVersion", r2), t), finish(false);
+    }
+  }
+  rep.no_gpu = !no_gpu_reason.empty();
+  const int needed = bundle->manifest().min_driver_version;
+  if (rep.no_gpu) {
+    step("driver", StepStatus::skipped, fmt::format("no GPU: {}", no_gpu_reason), t);
+  } else if (driver_version < needed) {
+    return step("driver", StepStatus::fail,
+                fmt::format("driver supports CUDA {}.{}, the bundle needs CUDA {}.{}: install an NVIDIA driver for CUDA {}.{} or newer",
+                            driver_version / 1000, driver_version % 1000 / 10, needed / 1000, needed % 1000 / 10, needed / 1000, needed % 1000 / 10), t),
+           finish(false);
+  } else {
+    step("driver", StepStatus::pass, fmt::format("{}: CUDA {}.{} (bundle needs {}.{})", driver->origin, driver_version / 1000,
+                                                 driver_version % 1000 / 10, needed / 1000, needed % 1000 / 10), t);
+  }
+
+  // 3. The device, and which cubins it selects (without a GPU: every cubin is checked).
+  t = Clock::now();
+  std::unique_ptr<Runtime> runtime;
+  if (!rep.no_gpu) {
+    RuntimeOptions ro = o.runtime;
+    ro.bundle = bundle;
+    ro.driver = driver;
+    ro.lazy = true;
+    auto created = Runtime::create(std::move(ro));
+    if (!created) return step("device", StepStatus::fail, created.error().message, t), finish(false);
+    runtime = std::move(*created);
+    const auto keys = runtime->available();
+    step("device", StepStatus::pass, fmt::format("{}, {} SMs: runs {} of the bundle's kernels", runtime->device().str(),
+                                                 runtime->device().multiprocessors, keys.size()), t);
+  } else {
+    step("device", StepStatus::skipped, "no GPU", t);
+  }
+
+  // 4. Static: sha256, decompression, ELF rules, manifest vs cubin, ABI layout.
+  t = Clock::now();
+  size_t checked = 0;
+  std::vector<std::string> failures;
+  for (const ManifestEntry& e : bundle->manifest().entries) {
+    if (runtime) {
+      const Selection sel = select_entry(bundle->manifest(), runtime->device().arch, e.key);
+      if (sel.chosen != &e) continue;
+    }
+    ++checked;
+    if (auto v = verify_entry(*bundle, e); !v) failures.push_back(v.error().message);
+  }
+  if (!failures.empty())
+    return step("static", StepStatus::fail, fmt::format("{} of {} cubins failed; first: {}", failures.size(), checked, failures.front()), t), finish(false);
+  step("static", StepStatus::pass, fmt::format("{} {} cubins: sha256, zstd, ELF, manifest vs cubin, ABI layout", checked,
+                                               runtime ? "selected" : "(all)"), t);
+  if (!runtime) {
+    step("load", StepStatus::skipped, "no GPU", Clock::now());
+    step("abi", StepStatus::skipped, "no GPU", Clock::now());
+    if (o.known_answer) step("known-answer", StepStatus::skipped, "no GPU", Clock::now());
+    return finish(false);
+  }
+
+  // 5. Load and force per-device resolution of every selected kernel.
+  t = Clock::now();
+  std::vector<std::pair<KernelKey, const LoadedKernel*>> loaded;
+  for (const KernelKey& key : runtime->available()) {
+    auto k = runtime->kernel(key);
+    if (!k) return step("load", StepStatus::fail, k.error().message, t), finish(false);
+    loaded.emplace_back(key, *k);
+  }
+  step("load", StepStatus::pass, fmt::format("{} kernels loaded with cuLibraryLoadData and resolved on the device", loaded.size()), t);
+
+  // 6. The parameter ABI as the driver sees it, field by field.
+  t = Clock::now();
+  for (const auto& [key, k] : loaded) {
+    auto abi = find_abi(k->entry->abi_name, k->entry->abi_version);
+    if (!abi) return step("abi", StepStatus::fail, abi.error().message, t), finish(false);
+    if (auto ok = check_driver_abi(runtime->driver(), k->function, **abi, k->entry->symbol); !ok)
+      return step("abi", StepStatus::fail, ok.error().message, t), finish(false);
+  }
+  step("abi", StepStatus::pass, fmt::format("{} kernels: every parameter's offset and size from cuFuncGetParamInfo match the ABI", loaded.size()), t);
+
+  // 7. Known answers.
+  if (!o.known_answer) return finish(true);
+  t = Clock::now();
+  double worst = 0;
+  for (const auto& [key, k] : loaded) {
+    auto r = known_answer_test(*runtime, key);
+    if (!r) return step("known-answer", StepStatus::fail, r.error().message, t), finish(false);
+    if (!r->passed())
+      return step("known-answer", StepStatus::fail,
+                  fmt::format("kernel {} ({}): relative error {:.3g} (lse {:.3g}) exceeds the tolerance {:.3g} of {} output; "
+                              "this kernel computes wrong results on this device: do not serve it, report it with this line",
+                              k->entry->symbol, k->entry->id, r->error, r->lse_error, r->tolerance, dtype_name(key.q_dtype)), t),
+             finish(false);
+    worst = std::max(worst, r->error / r->tolerance);
+  }
+  step("known-answer", StepStatus::pass, fmt::format("{} kernels matched the float64 reference; worst error {:.2f} of its tolerance", loaded.size(), worst), t);
+  return finish(true);
+}
+
+}  // namespace cubinrt

@@ -1,0 +1,102 @@
+// show ENTRY | FILE.cubin | FILE.fatbin | OBJECT: everything the reader knows.
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli.hpp"
+#include "cubinrt/cubin.hpp"
+#include "cubinrt/fatbin.hpp"
+
+namespace cli {
+
+namespace {
+
+nlohmann::ordered_json cubin_json(const cubinrt::CubinInfo& c) {
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
+  for (const auto& k : c.kernels) {
+    nlohmann::ordered_json params = nlohmann::ordered_json::array();
+    for (const auto& p : k.params) params.push_back({{"ordinal", p.ordinal}, {"offset", p.offset}, {"size", p.size}});
+    kernels.push_back({{"name", k.name}, {"registers", k.registers}, {"max_reg_count", k.max_reg_count},
+                       {"static_shared", k.static_shared}, {"local_bytes", k.local_bytes}, {"max_threads", k.max_threads},
+                       {"max_ntid", k.max_ntid}, {"req_ntid", k.req_ntid}, {"cluster", k.cluster},
+                       {"explicit_cluster", k.explicit_cluster}, {"num_barriers", k.num_barriers}, {"code_size", k.code_size},
+                       {"param_base", k.param_base}, {"param_bytes", k.param_bytes}, {"params", params}});
+  }
+  return {{"abi_version", c.abi_version}, {"e_flags", fmt::format("{:#010x}", c.e_flags)}, {"arch", c.arch.str()},
+          {"virtual_sm", c.virtual_sm}, {"toolkit_version", c.toolkit_version}, {"tool", c.tool_name},
+          {"tool_version", c.tool_version}, {"tool_options", c.tool_options}, {"min_driver_version", c.min_driver_version()},
+          {"kernels", kernels}};
+}
+
+void print_cubin(const cubinrt::CubinInfo& c) {
+  fmt::print("arch {}  (ELF ABI v{}, e_flags {:#010x}, virtual sm_{}, toolkit {}.{})\n", bold(c.arch.str()), c.abi_version, c.e_flags,
+             c.virtual_sm, c.toolkit_version / 10, c.toolkit_version % 10);
+  if (!c.tool_name.empty()) fmt::print("built by {}: {}; options '{}'\n", c.tool_name, c.tool_version, c.tool_options);
+  for (const auto& k : c.kernels) {
+    fmt::print("\nkernel {}\n", bold(k.name));
+    fmt::print("  registers {} (max {}), static shared {} B, local {} B/thread, max threads {}, barriers {}, code {} B\n", k.registers,
+               k.max_reg_count, k.static_shared, k.local_bytes, k.max_threads, k.num_barriers, k.code_size);
+    if (k.req_ntid[0]) fmt::print("  required block {}\n", fmt::join(k.req_ntid, "x"));
+    if (k.cluster[0]) fmt::print("  cluster {}{}\n", fmt::join(k.cluster, "x"), k.explicit_cluster ? " (explicit)" : "");
+    fmt::print("  {} parameters, {} bytes at constant bank offset {:#x}\n", k.params.size(), k.param_bytes, k.param_base);
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& p : k.params) rows.push_back({std::to_string(p.ordinal), std::to_string(p.offset), std::to_string(p.size)});
+    if (!rows.empty()) fmt::print("{}", table({"  ordinal", "offset", "size"}, rows));
+  }
+}
+
+}  // namespace
+
+void add_show(CLI::App& app, Global& g) {
+  auto* cmd = app.add_subcommand("show", "Everything known about one bundle entry, cubin or fatbin");
+  auto what = std::make_shared<std::string>();
+  cmd->add_option("target", *what, "A bundle entry id, or a .cubin, .fatbin or object file")->required();
+  cmd->callback([&g, what] {
+    if (std::filesystem::exists(*what)) {
+      auto bytes = cubinrt::read_file(*what);
+      if (!bytes) return void(exit_code = report_error(g, bytes.error()));
+      if (cubinrt::looks_like_fatbin(*bytes) || !cubinrt::read_cubin(*bytes)) {
+        auto cubin = cubinrt::read_cubin(*bytes);
+        auto entries = cubinrt::read_fatbin(*bytes);
+        if (!entries) return void(exit_code = report_error(g, (cubin ? entries.error() : cubinrt::Error{entries.error().code,
+            fmt::format("{}: not a valid cubin ({}) nor a fatbin or object holding one ({})", *what, cubin.error().message, entries.error().message)})));
+        nlohmann::ordered_json j = nlohmann::ordered_json::array();
+        for (const auto& e : *entries) {
+          const char* kind = e.kind == cubinrt::FatbinEntry::Kind::elf ? "cubin" : e.kind == cubinrt::FatbinEntry::Kind::ptx ? "ptx" : "lto-ir";
+          nlohmann::ordered_json ej = {{"kind", kind}, {"arch", e.arch.str()}, {"compression", e.compression},
+                                       {"stored_size", e.stored_size}, {"size", e.data.size()}, {"flags", fmt::format("{:#x}", e.flags)}};
+          if (!g.json) fmt::print("{} entry {} ({}, {} stored, {} bytes)\n", bold(kind), e.arch.str(), e.compression, e.stored_size, e.data.size());
+          if (e.kind == cubinrt::FatbinEntry::Kind::elf) {
+            auto c = cubinrt::read_cubin(e.data);  // read_fatbin validated it
+            ej["cubin"] = cubin_json(*c);
+            if (!g.json) print_cubin(*c), fmt::print("\n");
+          }
+          j.push_back(ej);
+        }
+        if (g.json) print_json({{"file", *what}, {"fatbin_entries", j}});
+        return;
+      }
+      auto c = cubinrt::read_cubin(*bytes);
+      if (g.json) return print_json({{"file", *what}, {"cubin", cubin_json(*c)}});
+      fmt::print("{}: cubin, {} bytes, sha256 {}\n", *what, bytes->size(), cubinrt::sha256_hex(*bytes));
+      return print_cubin(*c);
+    }
+    auto b = open_bundle(g.bundle);
+    if (!b) return void(exit_code = report_error(g, b.error()));
+    const auto* e = (*b)->manifest().find(*what);
+    if (e == nullptr)
+      return void(exit_code = report_error(g, {cubinrt::Errc::not_in_bundle, fmt::format("'{}' is neither a file nor an entry of bundle {}", *what, (*b)->name())}));
+    auto bytes = (*b)->cubin(*e);
+    if (!bytes) return void(exit_code = report_error(g, bytes.error()));
+    auto c = cubinrt::read_cubin(*bytes);
+    if (!c) return void(exit_code = report_error(g, c.error()));
+    if (g.json) return print_json({{"entry", entry_json(*e)}, {"cubin", cubin_json(*c)}});
+    fmt::print("entry {} of {}\n  {} {} (ABI {} v{}), {} bytes ({} compressed), sha256 {}\n  minimum driver CUDA {}.{}\n", bold(e->id),
+               (*b)->name(), e->key.family, e->key.str(), e->abi_name, e->abi_version, e->size, e->compressed_size, e->sha256,
+               e->min_driver_version / 1000, e->min_driver_version % 1000 / 10);
+    print_cubin(*c);
+  });
+}
+
+}  // namespace cli

@@ -1,0 +1,3 @@
+#include "cli.hpp"
+
+cubinrt::Result<cubinrt::Bundle> cli::default_bundle() { return cubinrt::Bundle::embedded(); }
