@@ -127,34 +127,45 @@ Answer solve(const Problem& p, Dtype kv_as) {
   const size_t D = s.head_dim, Hq = s.num_q_heads, Hk = s.num_kv_heads, P = s.page_size;
   const size_t group = Hq / Hk;
   const bool fp8 = bytes_of(kv_as) == 1;
-  auto kv_at = [&](const std::vector<uint8_t>& cache, int64_t page, size_t tok, size_t h, size_t d) {
-    const size_t idx = s.layout == KvLayout::nhd ? ((static_cast<size_t>(page) * P + tok) * Hk + h) * D + d
-                                                 : ((static_cast<size_t>(page) * Hk + h) * P + tok) * D + d;
-    return fp8 ? decode(kv_as, cache[idx]) : decode(kv_as, load16(cache, idx));
+  // Decode every element once, through a table of all codes.
+  std::vector<double> table(fp8 ? 256 : 65536);
+  for (size_t c = 0; c < table.size(); ++c) table[c] = decode(kv_as, static_cast<uint16_t>(c));
+  auto decode_cache = [&](const std::vector<uint8_t>& cache, double scale) {
+    const size_t n = fp8 ? cache.size() : cache.size() / 2;
+    std::vector<double> out(n);
+    for (size_t i = 0; i < n; ++i) out[i] = (fp8 ? table[cache[i]] : table[load16(cache, i)]) * scale;
+    return out;
+  };
+  const std::vector<double> K = decode_cache(p.k, fp8 ? p.k_scale : 1.0), V = decode_cache(p.v, fp8 ? p.v_scale : 1.0);
+  auto row = [&](int64_t page, size_t tok, size_t h) {
+    return s.layout == KvLayout::nhd ? ((static_cast<size_t>(page) * P + tok) * Hk + h) * D
+                                     : ((static_cast<size_t>(page) * Hk + h) * P + tok) * D;
   };
   Answer a;
   a.out.assign(s.batch * Hq * D, 0.0);
   a.lse.assign(s.batch * Hq, 0.0);
+  std::vector<double> q(D);
   for (size_t b = 0; b < s.batch; ++b) {
     const int len = std::min<int>(p.seq_lens[b], static_cast<int>(s.block_table_stride * P));
     for (size_t qh = 0; qh < Hq; ++qh) {
       const size_t kh = qh / group;
+      for (size_t d = 0; d < D; ++d) q[d] = decode(s.q_dtype, load16(p.q, (b * Hq + qh) * D + d));
       std::vector<double> score(static_cast<size_t>(len));
       double mx = -INFINITY;
       for (int t = 0; t < len; ++t) {
-        const int64_t page = p.block_table[b * s.block_table_stride + t / P];
+        const double* k = &K[row(p.block_table[b * s.block_table_stride + t / P], t % P, kh)];
         double dot = 0;
-        for (size_t d = 0; d < D; ++d)
-          dot += decode(s.q_dtype, load16(p.q, (b * Hq + qh) * D + d)) * kv_at(p.k, page, t % P, kh, d) * (fp8 ? p.k_scale : 1.0);
+        for (size_t d = 0; d < D; ++d) dot += q[d] * k[d];
         score[t] = dot * p.softmax_scale;
         mx = std::max(mx, score[t]);
       }
       double sum = 0;
       for (double& x : score) sum += (x = std::exp(x - mx));
+      double* o = &a.out[(b * Hq + qh) * D];
       for (int t = 0; t < len; ++t) {
-        const int64_t page = p.block_table[b * s.block_table_stride + t / P];
-        for (size_t d = 0; d < D; ++d)
-          a.out[(b * Hq + qh) * D + d] += score[t] / sum * kv_at(p.v, page, t % P, kh, d) * (fp8 ? p.v_scale : 1.0);
+        const double* v = &V[row(p.block_table[b * s.block_table_stride + t / P], t % P, kh)];
+        const double w = score[t] / sum;
+        for (size_t d = 0; d < D; ++d) o[d] += w * v[d];
       }
       a.lse[b * Hq + qh] = len > 0 ? mx + std::log(sum) : -INFINITY;
     }

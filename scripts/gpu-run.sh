@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs on the lent GPU machine (the `device` tool), from the repository root, with the binaries
+# built here staged in .device/ (scripts/stage-device.sh). Writes logs under $OUT.
+set -uo pipefail
+OUT=${OUT:-/tmp/cubinrt-out}
+mkdir -p "$OUT"
+D=.device
+export CUBINRT_TEST_HD512_BUNDLE=$PWD/$D/hd512_sm90.bundle
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+  uname -r
+} 2>&1 | tee "$OUT/machine.txt"
+rc=0
+for step in "$@"; do
+  case "$step" in
+    tests)
+      CUBINRT_REPORT=$OUT/accuracy.md ./$D/cubinrt_gpu_tests 2>&1 | tee "$OUT/gpu_tests.log"; rc=$((rc | PIPESTATUS[0])) ;;
+    selfcheck)
+      ./$D/cubin-manifest selfcheck 2>&1 | tee "$OUT/selfcheck.log"; rc=$((rc | PIPESTATUS[0]))
+      ./$D/cubin-manifest selfcheck --quick 2>&1 | tee -a "$OUT/selfcheck.log"; rc=$((rc | PIPESTATUS[0])) ;;
+    bench)
+      ./$D/cubinrt_bench 2>&1 | tee "$OUT/bench.log"; rc=$((rc | PIPESTATUS[0])) ;;
+    *) echo "unknown step $step"; rc=1 ;;
+  esac
+done
+echo "gpu-run rc=$rc"
+exit $rc

@@ -1,0 +1,147 @@
+// Numerics of every kernel this GPU selects from the default bundle, against the float64 reference:
+// random data, ragged lengths from 1 past 8K that are not page multiples, shuffled block tables,
+// both cache layouts, GQA, with and without a split KV range.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "cubinrt/reference.hpp"
+#include "cubinrt/selfcheck.hpp"
+#include "support/gpu.hpp"
+
+namespace cubinrt::test {
+namespace {
+
+std::shared_ptr<Runtime> default_runtime() {
+  static std::shared_ptr<Runtime> rt = [] {
+    RuntimeOptions o;
+    o.driver = gpu().driver;
+    o.lazy = true;
+    auto r = Runtime::create(o);
+    return r ? std::shared_ptr<Runtime>(std::move(*r)) : nullptr;
+  }();
+  return rt;
+}
+
+DecodeShape shape_for(const KernelKey& key, uint32_t batch, uint32_t hq, uint32_t hk, uint32_t max_len, KvLayout layout) {
+  DecodeShape s;
+  s.batch = batch;
+  s.num_q_heads = hq;
+  s.num_kv_heads = hk;
+  s.head_dim = key.head_dim;
+  s.q_dtype = key.q_dtype;
+  s.page_size = key.page_size;
+  s.layout = layout;
+  s.block_table_stride = (max_len + key.page_size - 1) / key.page_size;
+  return s;
+}
+
+struct Case {
+  uint32_t batch, hq, hk;
+  std::vector<int32_t> lens;
+  KvLayout layout;
+  int splits;  // 0: the plan's choice
+};
+
+// Runs one case and returns the output's relative error (and the LSE's in *lse_err).
+double run_case(const Runtime& rt, const KernelKey& key, const Case& c, uint64_t seed, double* lse_err) {
+  int32_t max_len = 0;
+  for (int32_t l : c.lens) max_len = std::max(max_len, l);
+  const ref::Problem p = ref::make_problem(shape_for(key, c.batch, c.hq, c.hk, static_cast<uint32_t>(max_len), c.layout), key.kv_dtype, c.lens, seed);
+  auto r = run_on_device(rt, p, std::nullopt, c.splits);
+  EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
+  if (!r) return INFINITY;
+  const ref::Answer want = ref::solve(p, key.kv_dtype);
+  *lse_err = ref::rel_l2(r->lse, want.lse);
+  return ref::rel_l2(key.q_dtype, r->out, want.out);
+}
+
+TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
+  CUBINRT_REQUIRE_GPU();
+  auto rt = default_runtime();
+  ASSERT_TRUE(rt) << "runtime creation failed";
+  const auto keys = rt->available();
+  ASSERT_FALSE(keys.empty());
+  std::string report = "| variant | max rel. error (out) | max rel. error (lse) | tolerance |\n|---|---|---|---|\n";
+  for (const KernelKey& key : keys) {
+    // Ragged lengths, none a multiple of the page size; one past 8K; a GQA ratio of 4 and of 8
+    // (two head chunks); both layouts; the split path forced and chosen.
+    const std::vector<Case> cases = {
+        {4, 8, 2, {1, 77, 1000, 8197}, KvLayout::nhd, 0},
+        {3, 16, 2, {513, 9, 2049}, KvLayout::hnd, 3},
+        {2, 4, 4, {1, 8200}, KvLayout::nhd, 1},
+    };
+    double worst = 0, worst_lse = 0;
+    uint64_t seed = 1000 + key.head_dim;
+    for (const Case& c : cases) {
+      double lse_err = 0;
+      const double err = run_case(*rt, key, c, seed++, &lse_err);
+      worst = std::max(worst, err);
+      worst_lse = std::max(worst_lse, lse_err);
+    }
+    const auto* k = rt->kernel(key).value();
+    EXPECT_LE(worst, ref::tolerance(key.q_dtype)) << k->entry->id;
+    EXPECT_LE(worst_lse, ref::tolerance(key.q_dtype)) << k->entry->id;
+    report += fmt::format("| {} | {:.2e} | {:.2e} | {:.0e} |\n", k->entry->id, worst, worst_lse, ref::tolerance(key.q_dtype));
+  }
+  if (const char* path = std::getenv("CUBINRT_REPORT")) std::ofstream(path, std::ios::app) << report;
+  std::printf("%s", report.c_str());
+}
+
+// The same uint8 buffer declared e4m3 and declared e5m2: two different answers, each correct for
+// its encoding. A dispatcher that inferred the encoding would get one of them wrong.
+TEST(GpuDecode, DeclaredFp8EncodingSelectsTheKernel) {
+  CUBINRT_REQUIRE_GPU();
+  auto rt = default_runtime();
+  ASSERT_TRUE(rt);
+  const KernelKey e4m3{"paged_decode", 128, Dtype::bf16, Dtype::fp8_e4m3, 16};
+  const ref::Problem p = ref::make_problem(shape_for(e4m3, 2, 8, 2, 700, KvLayout::nhd), Dtype::fp8_e4m3, {700, 333}, 42);
+  auto as_e4m3 = run_on_device(*rt, p, Dtype::fp8_e4m3);
+  auto as_e5m2 = run_on_device(*rt, p, Dtype::fp8_e5m2);
+  CUBINRT_ASSERT_OK(as_e4m3);
+  CUBINRT_ASSERT_OK(as_e5m2);
+  const ref::Answer want4 = ref::solve(p, Dtype::fp8_e4m3), want5 = ref::solve(p, Dtype::fp8_e5m2);
+  const double tol = ref::tolerance(Dtype::bf16);
+  EXPECT_LE(ref::rel_l2(Dtype::bf16, as_e4m3->out, want4.out), tol);
+  EXPECT_LE(ref::rel_l2(Dtype::bf16, as_e5m2->out, want5.out), tol);
+  // The two references differ by far more than the tolerance, so the declaration decided.
+  EXPECT_GT(ref::rel_l2(Dtype::bf16, as_e4m3->out, want5.out), 10 * tol);
+  EXPECT_GT(ref::rel_l2(Dtype::bf16, as_e5m2->out, want4.out), 10 * tol);
+}
+
+// head_dim 512 is SM100-only in the default bundle; its numerics are checked here from the same
+// source built for sm_90 into a test-only bundle.
+TEST(GpuDecode, HeadDim512FromTestBundle) {
+  CUBINRT_REQUIRE_GPU();
+  RuntimeOptions o;
+  o.driver = gpu().driver;
+  o.bundle_path = build_file("CUBINRT_TEST_HD512_BUNDLE", CUBINRT_TEST_HD512_BUNDLE);
+  o.required = {{512}, {Dtype::bf16, Dtype::fp16}, {Dtype::fp8_e4m3}, {16}};
+  auto rt = Runtime::create(o);
+  CUBINRT_ASSERT_OK(rt);
+  std::string report;
+  for (const KernelKey& key : (*rt)->available()) {
+    double worst = 0, worst_lse = 0;
+    const std::vector<Case> cases = {{3, 8, 2, {5, 1500, 8201}, KvLayout::nhd, 0}, {2, 4, 1, {300, 17}, KvLayout::hnd, 2}};
+    uint64_t seed = 77;
+    for (const Case& c : cases) {
+      double lse_err = 0;
+      worst = std::max(worst, run_case(**rt, key, c, seed++, &lse_err));
+      worst_lse = std::max(worst_lse, lse_err);
+    }
+    EXPECT_LE(worst, ref::tolerance(key.q_dtype)) << key.str();
+    EXPECT_LE(worst_lse, ref::tolerance(key.q_dtype)) << key.str();
+    report += fmt::format("| {} (test bundle, sm_90) | {:.2e} | {:.2e} | {:.0e} |\n", (*rt)->kernel(key).value()->entry->id, worst, worst_lse,
+                          ref::tolerance(key.q_dtype));
+  }
+  if (const char* path = std::getenv("CUBINRT_REPORT")) std::ofstream(path, std::ios::app) << report;
+  std::printf("%s", report.c_str());
+}
+
+}  // namespace
+}  // namespace cubinrt::test
