@@ -52,6 +52,11 @@ struct PackOptions {
 // and resources is read from the cubin and checked against the catalog and the ABI.
 Result<std::vector<std::byte>> pack_bundle(const Catalog& catalog, const PackOptions& options);
 
+// Writes a bundle of these cubins under this manifest: compresses each cubin and fills in its
+// entry's sha256, sizes and offset. The manifest's other facts are the caller's; pack_bundle reads
+// them from the cubins (tests use this to make bundles that lie).
+Result<std::vector<std::byte>> assemble_bundle(Manifest manifest, const std::vector<std::vector<std::byte>>& cubins, int zstd_level = 12);
+
 // Helpers shared by the bundle code and its tests.
 std::string sha256_hex(std::span<const std::byte> bytes);
 Result<std::vector<std::byte>> read_file(const std::filesystem::path& path);

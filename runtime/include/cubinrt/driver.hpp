@@ -35,6 +35,8 @@ struct DriverApi {
 
   // "cuLibraryGetKernel failed: CUDA_ERROR_NO_BINARY_FOR_GPU (no kernel image is available ...)".
   std::string describe(std::string_view call, CUresult status) const;
+  // Errc::no_driver naming every entry point the table lacks (a test double or a partial driver).
+  Status validate() const;
   // Err(Errc::driver) with `what` (the cubin, kernel, device involved) and the call's description.
   Status check(CUresult status, std::string_view call, std::string_view what) const;
 };

@@ -42,8 +42,6 @@ Result<ManifestEntry> describe(const CatalogVariant& v, std::span<const std::byt
   e.symbol = k->name;
   e.abi_name = v.abi_name;
   e.abi_version = v.abi_version;
-  e.sha256 = sha256_hex(cubin);
-  e.size = cubin.size();
   e.toolkit_version = info.toolkit_version;
   e.min_driver_version = info.min_driver_version();
   e.registers = k->registers;
@@ -56,8 +54,7 @@ Result<ManifestEntry> describe(const CatalogVariant& v, std::span<const std::byt
 
 Result<std::vector<std::byte>> pack_bundle(const Catalog& catalog, const PackOptions& options) {
   Manifest manifest;
-  manifest.generator = "cubinrt 0.1.0";
-  std::vector<std::byte> payload;
+  std::vector<std::vector<std::byte>> cubins;
   for (const CatalogVariant& v : catalog.variants) {
     const std::filesystem::path path = options.cubin_dir / (v.id + ".cubin");
     auto cubin = read_file(path);
@@ -65,15 +62,30 @@ Result<std::vector<std::byte>> pack_bundle(const Catalog& catalog, const PackOpt
     auto entry = describe(v, *cubin);
     if (!entry) return std::unexpected(std::move(entry).error().context(fmt::format("{} ({})", path.string(), v.id)));
     if (manifest.toolkit.empty()) manifest.toolkit = read_cubin(*cubin)->tool_version;
-
-    std::vector<std::byte> frame(ZSTD_compressBound(cubin->size()));
-    const size_t n = ZSTD_compress(frame.data(), frame.size(), cubin->data(), cubin->size(), options.zstd_level);
-    if (ZSTD_isError(n)) return fail(Errc::io, fmt::format("{}: zstd: {}", v.id, ZSTD_getErrorName(n)));
-    entry->offset = payload.size();
-    entry->compressed_size = n;
-    payload.insert(payload.end(), frame.begin(), frame.begin() + static_cast<ptrdiff_t>(n));
-    manifest.min_driver_version = std::max(manifest.min_driver_version, entry->min_driver_version);
     manifest.entries.push_back(std::move(*entry));
+    cubins.push_back(std::move(*cubin));
+  }
+  return assemble_bundle(std::move(manifest), cubins, options.zstd_level);
+}
+
+Result<std::vector<std::byte>> assemble_bundle(Manifest manifest, const std::vector<std::vector<std::byte>>& cubins, int zstd_level) {
+  if (cubins.size() != manifest.entries.size())
+    return fail(Errc::invalid_argument, fmt::format("{} manifest entries for {} cubins", manifest.entries.size(), cubins.size()));
+  manifest.generator = "cubinrt 0.1.0";
+  manifest.min_driver_version = 0;
+  std::vector<std::byte> payload;
+  for (size_t i = 0; i < cubins.size(); ++i) {
+    ManifestEntry& entry = manifest.entries[i];
+    const std::vector<std::byte>& cubin = cubins[i];
+    std::vector<std::byte> frame(ZSTD_compressBound(cubin.size()));
+    const size_t n = ZSTD_compress(frame.data(), frame.size(), cubin.data(), cubin.size(), zstd_level);
+    if (ZSTD_isError(n)) return fail(Errc::io, fmt::format("{}: zstd: {}", entry.id, ZSTD_getErrorName(n)));
+    entry.sha256 = sha256_hex(cubin);
+    entry.size = cubin.size();
+    entry.offset = payload.size();
+    entry.compressed_size = n;
+    payload.insert(payload.end(), frame.begin(), frame.begin() + static_cast<ptrdiff_t>(n));
+    manifest.min_driver_version = std::max(manifest.min_driver_version, entry.min_driver_version);
   }
 
   const std::string json = manifest.to_json();

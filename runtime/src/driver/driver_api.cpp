@@ -32,6 +32,16 @@ std::string DriverApi::describe(std::string_view call, CUresult status) const {
                      text ? text : "no description");
 }
 
+Status DriverApi::validate() const {
+  std::string missing;
+#define CUBINRT_MISSING_(name) \
+  if (name == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+  CUBINRT_DRIVER_FUNCTIONS(CUBINRT_MISSING_)
+#undef CUBINRT_MISSING_
+  if (missing.empty()) return {};
+  return fail(Errc::no_driver, fmt::format("the driver table ({}) lacks {}", origin, missing));
+}
+
 Status DriverApi::check(CUresult status, std::string_view call, std::string_view what) const {
   if (status == CUDA_SUCCESS) return {};
   return fail(Errc::driver, fmt::format("{}: {}", what, describe(call, status)), static_cast<int>(status));

@@ -218,6 +218,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions o) {
   else impl->bundle = std::make_shared<const Bundle>(CUBINRT_TRY(Bundle::embedded()));
   if (o.driver) impl->driver = o.driver;
   else impl->driver = CUBINRT_TRY(open_driver());
+  CUBINRT_TRY(impl->driver->validate());
   CUBINRT_TRY(impl->open_device(o));
 
   // One slot per catalog key in the bundle, with the entry this device would run.
