@@ -20,7 +20,9 @@ for step in "$@"; do
       ./$D/cubin-manifest selfcheck 2>&1 | tee "$OUT/selfcheck.log"; rc=$((rc | PIPESTATUS[0]))
       ./$D/cubin-manifest selfcheck --quick 2>&1 | tee -a "$OUT/selfcheck.log"; rc=$((rc | PIPESTATUS[0])) ;;
     bench)
-      ./$D/cubinrt_bench 2>&1 | tee "$OUT/bench.log"; rc=$((rc | PIPESTATUS[0])) ;;
+      CUBINRT_BENCH_MD=$OUT/bench.md ./$D/cubinrt_bench 2>&1 | tee "$OUT/bench.log"; rc=$((rc | PIPESTATUS[0])) ;;
+    sdpa)
+      PYTHONUNBUFFERED=1 python3 bench/sdpa_baseline.py "$OUT/sdpa.json" 2>&1 | tee "$OUT/sdpa.log"; rc=$((rc | PIPESTATUS[0])) ;;
     *) echo "unknown step $step"; rc=1 ;;
   esac
 done

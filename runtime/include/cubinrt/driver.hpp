@@ -24,7 +24,7 @@ namespace cubinrt {
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernelEx) X(cuMemAlloc) X(cuMemFree)      \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8) X(cuStreamCreate) X(cuStreamDestroy) \
   X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)                     \
-  X(cuEventElapsedTime) X(cuEventDestroy)
+  X(cuEventElapsedTime) X(cuEventDestroy) X(cuLaunchKernel)
 
 struct DriverApi {
 #define CUBINRT_DRIVER_PTR_(name) decltype(&::name) name = nullptr;

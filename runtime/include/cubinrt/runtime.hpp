@@ -85,6 +85,8 @@ class Runtime {
   Result<const LoadedKernel*> kernel(const KernelKey& key) const;
   // Every kernel loaded so far.
   std::vector<const LoadedKernel*> loaded() const;
+  // The entry this device runs for `key` (null when none can).
+  const ManifestEntry* selected(const KernelKey& key) const;
   // Makes the device's primary context current on the calling thread (engines that use the CUDA
   // runtime API already have it current; cubinrt's tools and tests call this).
   Status bind_context() const;

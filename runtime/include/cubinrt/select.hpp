@@ -31,7 +31,8 @@ struct Selection {
 
 // What the device would run for `key`. A candidate of another key is rejected with the field
 // that differs; of the right key, by the arch rules; the best match wins.
-Selection select_entry(const Manifest& manifest, const Arch& device, const KernelKey& key);
+// With explain = false only `chosen` is filled (the loader's path: no strings are made).
+Selection select_entry(const Manifest& manifest, const Arch& device, const KernelKey& key, bool explain = true);
 
 // One sentence for the engine when nothing fits: names the device, what was asked and what the
 // bundle offers for it instead (derived from the bundle's entries, never from a fixed list).

@@ -44,6 +44,9 @@ struct DeviceResult {
 // back. `declare_kv_as` overrides the KV dtype declared to the dispatcher (the data stays as made).
 Result<DeviceResult> run_on_device(const Runtime& runtime, const ref::Problem& problem,
                                    std::optional<Dtype> declare_kv_as = std::nullopt, int num_splits = 0);
+// The same for many problems at once: one allocation, one copy each way, one synchronisation.
+Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const std::vector<const ref::Problem*>& problems,
+                                                std::optional<Dtype> declare_kv_as = std::nullopt, int num_splits = 0);
 
 struct KnownAnswer {
   double error = 0;      // relative L2 of the output against the float64 reference
@@ -57,5 +60,8 @@ struct KnownAnswer {
 // the key's own KV dtype; another encoding makes a test that must fail).
 Result<KnownAnswer> known_answer_test(const Runtime& runtime, const KernelKey& key,
                                       std::optional<Dtype> reference_kv_as = std::nullopt);
+// Every key's known-answer test in one batch (the self-check's path).
+Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, const std::vector<KernelKey>& keys,
+                                                    std::optional<Dtype> reference_kv_as = std::nullopt);
 
 }  // namespace cubinrt

@@ -227,7 +227,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions o) {
     if (slot) continue;
     slot = std::make_unique<Impl::Slot>();
     slot->key = e.key;
-    const Selection sel = select_entry(impl->bundle->manifest(), impl->device.arch, e.key);
+    const Selection sel = select_entry(impl->bundle->manifest(), impl->device.arch, e.key, /*explain=*/false);
     slot->chosen = sel.chosen;
     if (!sel.chosen) slot->unavailable = explain_unavailable(impl->bundle->manifest(), impl->device.name, impl->device.arch, e.key);
   }
@@ -271,6 +271,11 @@ std::vector<const LoadedKernel*> Runtime::loaded() const {
   for (auto& [k, s] : impl_->slots)
     if (s->done.load(std::memory_order_acquire) && *s->loaded) out.push_back(&**s->loaded);
   return out;
+}
+
+const ManifestEntry* Runtime::selected(const KernelKey& key) const {
+  const Impl::Slot* s = impl_->find(key);
+  return s ? s->chosen : nullptr;
 }
 
 Status Runtime::bind_context() const {

@@ -28,8 +28,20 @@ ArchMatch arch_match(const Arch& cubin, const Arch& device, std::string* why) {
   return cubin.variant == Arch::Variant::family ? ArchMatch::family : ArchMatch::lower_minor;
 }
 
-Selection select_entry(const Manifest& manifest, const Arch& device, const KernelKey& key) {
+Selection select_entry(const Manifest& manifest, const Arch& device, const KernelKey& key, bool explain) {
   Selection sel;
+  if (!explain) {
+    const ManifestEntry* best = nullptr;
+    ArchMatch best_match = ArchMatch::none;
+    for (const ManifestEntry& e : manifest.entries) {
+      if (!(e.key == key)) continue;
+      const ArchMatch m = arch_match(e.arch, device);
+      if (m != ArchMatch::none && (best == nullptr || m > best_match || (m == best_match && e.arch.minor > best->arch.minor)))
+        best = &e, best_match = m;
+    }
+    sel.chosen = best;
+    return sel;
+  }
   for (const ManifestEntry& e : manifest.entries) {
     if (e.key.family != key.family) continue;
     Candidate c{&e, ArchMatch::none, {}};

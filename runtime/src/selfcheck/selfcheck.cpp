@@ -17,32 +17,45 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-// Small enough to run in well under a millisecond, large enough to cross pages, group q heads
-// and split the KV range: 2 sequences, 8 q heads over 2 kv heads, ragged lengths.
-ref::Problem known_answer_problem(const KernelKey& key, Dtype kv_dtype) {
+// Small enough for the host reference to take well under a millisecond, large enough to cross
+// pages, group q heads (4 per kv head) and split the KV range: 2 sequences of ragged lengths.
+ref::Problem known_answer_problem(const KernelKey& key) {
   DecodeShape s;
   s.batch = 2;
-  s.num_q_heads = 8;
-  s.num_kv_heads = 2;
+  s.num_q_heads = 4;
+  s.num_kv_heads = 1;
   s.head_dim = key.head_dim;
   s.q_dtype = key.q_dtype;
   s.page_size = key.page_size;
-  s.block_table_stride = (3 * 64 + key.page_size - 1) / key.page_size + 1;
-  const int32_t long_len = static_cast<int32_t>(3 * 64 - 5), short_len = 7;
-  return ref::make_problem(s, kv_dtype, {long_len, short_len}, 0x5e1fc4ec + key.head_dim * 131 + key.page_size);
+  s.block_table_stride = 3;
+  const auto long_len = static_cast<int32_t>(2 * key.page_size + 5), short_len = 7;
+  return ref::make_problem(s, key.kv_dtype, {long_len, short_len}, 0x5e1fc4ec + key.head_dim * 131 + key.page_size);
 }
 
 }  // namespace
 
+Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, const std::vector<KernelKey>& keys,
+                                                    std::optional<Dtype> reference_kv_as) {
+  std::vector<ref::Problem> problems;
+  for (const KernelKey& key : keys) problems.push_back(known_answer_problem(key));
+  std::vector<const ref::Problem*> ptrs;
+  for (const ref::Problem& p : problems) ptrs.push_back(&p);
+  const auto results = CUBINRT_TRY(run_on_device(runtime, ptrs, std::nullopt, /*num_splits=*/2));
+  std::vector<KnownAnswer> answers;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const ref::Answer want = ref::solve(problems[i], reference_kv_as.value_or(keys[i].kv_dtype));
+    KnownAnswer k;
+    k.error = ref::rel_l2(keys[i].q_dtype, results[i].out, want.out);
+    k.lse_error = ref::rel_l2(results[i].lse, want.lse);
+    k.tolerance = ref::tolerance(keys[i].q_dtype);
+    answers.push_back(k);
+  }
+  return answers;
+}
+
 Result<KnownAnswer> known_answer_test(const Runtime& runtime, const KernelKey& key, std::optional<Dtype> reference_kv_as) {
-  const ref::Problem p = known_answer_problem(key, key.kv_dtype);
-  const DeviceResult r = CUBINRT_TRY(run_on_device(runtime, p, std::nullopt, /*num_splits=*/2));
-  const ref::Answer want = ref::solve(p, reference_kv_as.value_or(key.kv_dtype));
-  KnownAnswer k;
-  k.error = ref::rel_l2(key.q_dtype, r.out, want.out);
-  k.lse_error = ref::rel_l2(r.lse, want.lse);
-  k.tolerance = ref::tolerance(key.q_dtype);
-  return k;
+  auto r = CUBINRT_TRY(known_answer_tests(runtime, {key}, reference_kv_as));
+  return r.front();
 }
 
 SelfCheckReport run_selfcheck(const SelfCheckOptions& o) {
@@ -120,13 +133,15 @@ SelfCheckReport run_selfcheck(const SelfCheckOptions& o) {
   t = Clock::now();
   size_t checked = 0;
   std::vector<std::string> failures;
-  for (const ManifestEntry& e : bundle->manifest().entries) {
-    if (runtime) {
-      const Selection sel = select_entry(bundle->manifest(), runtime->device().arch, e.key);
-      if (sel.chosen != &e) continue;
-    }
+  std::vector<const ManifestEntry*> to_check;
+  if (runtime) {
+    for (const KernelKey& key : runtime->available()) to_check.push_back(runtime->selected(key));
+  } else {
+    for (const ManifestEntry& e : bundle->manifest().entries) to_check.push_back(&e);
+  }
+  for (const ManifestEntry* e : to_check) {
     ++checked;
-    if (auto v = verify_entry(*bundle, e); !v) failures.push_back(v.error().message);
+    if (auto v = verify_entry(*bundle, *e); !v) failures.push_back(v.error().message);
   }
   if (!failures.empty())
     return step("static", StepStatus::fail, fmt::format("{} of {} cubins failed; first: {}", failures.size(), checked, failures.front()), t), finish(false);
@@ -163,9 +178,13 @@ SelfCheckReport run_selfcheck(const SelfCheckOptions& o) {
   if (!o.known_answer) return finish(true);
   t = Clock::now();
   double worst = 0;
-  for (const auto& [key, k] : loaded) {
-    auto r = known_answer_test(*runtime, key);
-    if (!r) return step("known-answer", StepStatus::fail, r.error().message, t), finish(false);
+  std::vector<KernelKey> keys;
+  for (const auto& [key, k] : loaded) keys.push_back(key);
+  auto answers = known_answer_tests(*runtime, keys);
+  if (!answers) return step("known-answer", StepStatus::fail, answers.error().message, t), finish(false);
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    const auto& [key, k] = loaded[i];
+    const KnownAnswer* r = &(*answers)[i];
     if (!r->passed())
       return step("known-answer", StepStatus::fail,
                   fmt::format("kernel {} ({}): relative error {:.3g} (lse {:.3g}) exceeds the tolerance {:.3g} of {} output; "

@@ -1,0 +1,29 @@
+// Kernels the benchmark needs besides cubinrt's own: an empty kernel (the bare-launch ceiling)
+// and a device-side fill of random, never-zero data (host-side generation of gigabytes is slow).
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+extern "C" __global__ void bench_empty() {}
+
+__device__ __forceinline__ uint32_t mix(uint64_t x) {
+  x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull; x ^= x >> 33;
+  return static_cast<uint32_t>(x);
+}
+
+// 16-bit elements (bf16 or fp16 by `bf16`): uniform in [-1, 1), never zero.
+extern "C" __global__ void bench_fill16(uint16_t* out, uint64_t n, uint64_t seed, int bf16) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint32_t r = mix(seed * 0x9e3779b97f4a7c15ull + i);
+    const float f = (static_cast<float>(r >> 8) + 0.5f) * (2.0f / 16777216.0f) - 1.0f;
+    const uint32_t bits = __float_as_uint(f);
+    out[i] = bf16 ? static_cast<uint16_t>(bits >> 16) : __half_as_ushort(__float2half(f));
+  }
+}
+
+// FP8 bytes finite and below 4 in both encodings: sign, and a magnitude code under 0x44.
+extern "C" __global__ void bench_fill8(uint8_t* out, uint64_t n, uint64_t seed) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint32_t r = mix(seed * 0x9e3779b97f4a7c15ull + i);
+    out[i] = static_cast<uint8_t>((r & 0x80) | (1 + (r >> 8) % 0x43));
+  }
+}

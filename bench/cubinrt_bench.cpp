@@ -1,0 +1,299 @@
+// cubinrt_bench: performance on a real GPU against ceilings measured in the same run.
+//   ceilings: device-to-device copy bandwidth (bytes read + written) and a bare kernel launch;
+//   decode:   the shapes, KV bytes read per second over the copy bandwidth;
+//   init:     Runtime::create of the default bundle over a bare cuLibraryLoadData+GetKernel loop;
+//   selfcheck: the full and quick self-check.
+// Prints a table; with CUBINRT_BENCH_MD=<file> also appends Markdown rows. Never a test.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cubinrt/driver.hpp"
+#include "cubinrt/paged_decode.hpp"
+#include "cubinrt/select.hpp"
+#include "cubinrt/selfcheck.hpp"
+
+using namespace cubinrt;
+
+namespace {
+
+const DriverApi* g_d = nullptr;
+std::string g_md;
+
+void check(CUresult r, const char* call) {
+  if (r != CUDA_SUCCESS) {
+    fmt::print(stderr, "{}\n", g_d->describe(call, r));
+    std::exit(1);
+  }
+}
+template <class T>
+T value_or_die(Result<T> r, const char* what) {
+  if (!r) {
+    fmt::print(stderr, "{}: {}\n", what, r.error().message);
+    std::exit(1);
+  }
+  return std::move(*r);
+}
+void md(const std::string& line) {
+  fmt::print("{}\n", line);
+  g_md += line + "\n";
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Events {
+  CUevent a = nullptr, b = nullptr;
+  Events() {
+    check(g_d->cuEventCreate(&a, CU_EVENT_DEFAULT), "cuEventCreate");
+    check(g_d->cuEventCreate(&b, CU_EVENT_DEFAULT), "cuEventCreate");
+  }
+  ~Events() {
+    g_d->cuEventDestroy(a);
+    g_d->cuEventDestroy(b);
+  }
+  // Milliseconds of `body` on the null stream, timed with events.
+  template <class F>
+  double time(F&& body) {
+    check(g_d->cuEventRecord(a, nullptr), "cuEventRecord");
+    body();
+    check(g_d->cuEventRecord(b, nullptr), "cuEventRecord");
+    check(g_d->cuEventSynchronize(b), "cuEventSynchronize");
+    float ms = 0;
+    check(g_d->cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime");
+    return ms;
+  }
+};
+
+struct BenchKernels {
+  CUlibrary lib = nullptr;
+  CUfunction empty = nullptr, fill16 = nullptr, fill8 = nullptr;
+};
+
+BenchKernels load_bench_kernels(const std::string& path) {
+  auto bytes = value_or_die(read_file(path), "bench kernels");
+  BenchKernels k;
+  check(g_d->cuLibraryLoadData(&k.lib, bytes.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "cuLibraryLoadData(bench)");
+  auto get = [&](const char* name) {
+    CUkernel kern = nullptr;
+    CUfunction f = nullptr;
+    check(g_d->cuLibraryGetKernel(&kern, k.lib, name), "cuLibraryGetKernel(bench)");
+    check(g_d->cuKernelGetFunction(&f, kern), "cuKernelGetFunction(bench)");
+    return f;
+  };
+  k.empty = get("bench_empty");
+  k.fill16 = get("bench_fill16");
+  k.fill8 = get("bench_fill8");
+  return k;
+}
+
+void fill(const BenchKernels& k, CUdeviceptr p, uint64_t elems, int bits, Dtype d, uint64_t seed) {
+  int bf16 = d == Dtype::bf16;
+  void* args16[] = {&p, &elems, &seed, &bf16};
+  void* args8[] = {&p, &elems, &seed};
+  check(g_d->cuLaunchKernel(bits == 16 ? k.fill16 : k.fill8, 1024, 1, 1, 256, 1, 1, 0, nullptr, bits == 16 ? args16 : args8, nullptr), "cuLaunchKernel(fill)");
+}
+
+struct Ceilings {
+  double copy_tbps = 0;   // (read + write) bytes / s
+  double launch_us = 0;   // back-to-back empty kernel launches
+};
+
+Ceilings measure_ceilings(const BenchKernels& k) {
+  Ceilings c;
+  const size_t bytes = size_t{2} << 30;
+  CUdeviceptr a = 0, b = 0;
+  check(g_d->cuMemAlloc(&a, bytes), "cuMemAlloc");
+  check(g_d->cuMemAlloc(&b, bytes), "cuMemAlloc");
+  fill(k, a, bytes / 2, 16, Dtype::bf16, 1);
+  Events ev;
+  std::vector<double> ms;
+  for (int i = 0; i < 12; ++i) ms.push_back(ev.time([&] { check(g_d->cuMemcpyDtoD(b, a, bytes), "cuMemcpyDtoD"); }));
+  c.copy_tbps = 2.0 * bytes / (median(ms) * 1e-3) / 1e12;
+  g_d->cuMemFree(a);
+  g_d->cuMemFree(b);
+  constexpr int kLaunches = 2000;
+  std::vector<double> per;
+  for (int rep = 0; rep < 5; ++rep)
+    per.push_back(ev.time([&] {
+      for (int i = 0; i < kLaunches; ++i) check(g_d->cuLaunchKernel(k.empty, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr), "cuLaunchKernel(empty)");
+    }) * 1e3 / kLaunches);
+  c.launch_us = median(per);
+  return c;
+}
+
+struct Shape {
+  const char* name;
+  uint32_t batch, len, hq, hk, d, page;
+};
+
+void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, const Shape& s, Dtype kv) {
+  const bool fp8 = dtype_bits(kv) == 8;
+  const uint32_t pages_per_seq = (s.len + s.page - 1) / s.page;
+  const int64_t num_pages = int64_t{s.batch} * pages_per_seq;
+  const uint64_t kv_elems = uint64_t(num_pages) * s.page * s.hk * s.d;
+  const uint64_t kv_bytes_each = kv_elems * (fp8 ? 1 : 2);
+  const uint64_t q_elems = uint64_t{s.batch} * s.hq * s.d;
+  CUdeviceptr q = 0, kc = 0, vc = 0, out = 0, table = 0, lens = 0, ws = 0;
+  check(g_d->cuMemAlloc(&q, q_elems * 2), "cuMemAlloc");
+  check(g_d->cuMemAlloc(&kc, kv_bytes_each), "cuMemAlloc");
+  check(g_d->cuMemAlloc(&vc, kv_bytes_each), "cuMemAlloc");
+  check(g_d->cuMemAlloc(&out, q_elems * 2), "cuMemAlloc");
+  fill(k, q, q_elems, 16, Dtype::bf16, 7);
+  fill(k, kc, fp8 ? kv_elems : kv_elems, fp8 ? 8 : 16, kv, 8);
+  fill(k, vc, kv_elems, fp8 ? 8 : 16, kv, 9);
+  // Shuffled pages, every sequence at full length.
+  std::vector<int32_t> pages(static_cast<size_t>(num_pages));
+  std::iota(pages.begin(), pages.end(), 0);
+  std::shuffle(pages.begin(), pages.end(), std::mt19937(3));
+  std::vector<int32_t> seq(s.batch, static_cast<int32_t>(s.len));
+  check(g_d->cuMemAlloc(&table, pages.size() * 4), "cuMemAlloc");
+  check(g_d->cuMemAlloc(&lens, seq.size() * 4), "cuMemAlloc");
+  check(g_d->cuMemcpyHtoD(table, pages.data(), pages.size() * 4), "cuMemcpyHtoD");
+  check(g_d->cuMemcpyHtoD(lens, seq.data(), seq.size() * 4), "cuMemcpyHtoD");
+
+  DecodeShape shape{.batch = s.batch, .num_q_heads = s.hq, .num_kv_heads = s.hk, .head_dim = s.d, .q_dtype = Dtype::bf16,
+                    .kv_storage = fp8 ? Dtype::uint8 : kv, .kv_declared = fp8 ? std::optional<Dtype>(kv) : std::nullopt,
+                    .page_size = s.page, .layout = KvLayout::nhd, .block_table_stride = pages_per_seq};
+  const DecodePlan plan = value_or_die(DecodePlan::create(rt, shape), "plan");
+  if (plan.workspace_bytes()) {
+    check(g_d->cuMemAlloc(&ws, plan.workspace_bytes()), "cuMemAlloc");
+    check(g_d->cuMemsetD8(ws, 0, plan.workspace_bytes()), "cuMemsetD8");
+  }
+  DecodeArgs a;
+  a.q = reinterpret_cast<void*>(q);
+  a.kv = {reinterpret_cast<void*>(kc), reinterpret_cast<void*>(vc), shape.kv_storage, shape.kv_declared, 0.5f, 0.5f, nullptr, KvLayout::nhd, s.page, s.hk, num_pages};
+  a.block_table = reinterpret_cast<const int32_t*>(table);
+  a.seq_lens = reinterpret_cast<const int32_t*>(lens);
+  a.out = reinterpret_cast<void*>(out);
+  a.workspace = reinterpret_cast<void*>(ws);
+  a.workspace_bytes = plan.workspace_bytes();
+  auto launch = [&] {
+    if (auto ok = plan.launch(a, nullptr); !ok) {
+      fmt::print(stderr, "{}\n", ok.error().message);
+      std::exit(1);
+    }
+  };
+  Events ev;
+  for (int i = 0; i < 3; ++i) launch();
+  check(g_d->cuCtxSynchronize(), "cuCtxSynchronize");
+  std::vector<double> ms;
+  for (int i = 0; i < 25; ++i) ms.push_back(ev.time(launch));
+  const double t = median(ms);
+  const double bytes = 2.0 * double(uint64_t{s.batch} * s.len * s.hk * s.d) * (fp8 ? 1 : 2);  // K and V actually read
+  const double tbps = bytes / (t * 1e-3) / 1e12;
+  // Back-to-back launches, as the bare-launch ceiling was measured.
+  constexpr int kLoop = 1000;
+  const double per_launch_us = ev.time([&] { for (int i = 0; i < kLoop; ++i) launch(); }) * 1e3 / kLoop;
+  md(fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", s.name, dtype_name(kv), plan.num_splits(),
+                 plan.kernel().entry->id, t * 1e3, tbps, tbps / c.copy_tbps, per_launch_us, per_launch_us / c.launch_us));
+  for (CUdeviceptr p : {q, kc, vc, out, table, lens, ws})
+    if (p) g_d->cuMemFree(p);
+}
+
+void bench_init(const std::shared_ptr<const DriverApi>& drv) {
+  auto bundle = std::make_shared<const Bundle>(value_or_die(Bundle::embedded(), "bundle"));
+  // The floor: the same cubins, already decompressed, through the driver and nothing else.
+  auto probe = value_or_die(Runtime::create({.lazy = true, .driver = drv}), "runtime");
+  std::vector<std::pair<std::vector<std::byte>, std::string>> cubins;
+  for (const ManifestEntry& e : bundle->manifest().entries)
+    if (select_entry(bundle->manifest(), probe->device().arch, e.key).chosen == &e)
+      cubins.emplace_back(value_or_die(bundle->cubin(e), "cubin"), e.symbol);
+  probe.reset();
+  std::vector<double> floor_ms, init_ms, lazy_ms;
+  for (int rep = 0; rep < 7; ++rep) {
+    {
+      auto keep = value_or_die(Runtime::create({.lazy = true, .driver = drv}), "runtime");  // keeps the primary context alive
+      check(keep->bind_context().has_value() ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN, "bind_context");
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<CUlibrary> libs;
+      for (auto& [bytes, sym] : cubins) {
+        CUlibrary lib = nullptr;
+        CUkernel kern = nullptr;
+        CUfunction f = nullptr;
+        check(drv->cuLibraryLoadData(&lib, bytes.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "cuLibraryLoadData");
+        check(drv->cuLibraryGetKernel(&kern, lib, sym.c_str()), "cuLibraryGetKernel");
+        check(drv->cuKernelGetFunction(&f, kern), "cuKernelGetFunction");
+        libs.push_back(lib);
+      }
+      floor_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      for (CUlibrary l : libs) drv->cuLibraryUnload(l);
+
+      auto t1 = std::chrono::steady_clock::now();
+      auto rt = value_or_die(Runtime::create({.bundle = bundle, .driver = drv}), "runtime");
+      init_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
+      rt.reset();
+      t1 = std::chrono::steady_clock::now();
+      auto lazy = value_or_die(Runtime::create({.bundle = bundle, .lazy = true, .driver = drv}), "runtime");
+      lazy_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
+    }
+  }
+  md(fmt::format("| init, {} cubins: floor (cuLibraryLoadData + cuLibraryGetKernel + cuKernelGetFunction loop) | {:.2f} ms |", cubins.size(), median(floor_ms)));
+  md(fmt::format("| init: Runtime::create, eager, default bundle (verify + load + resolve + ABI + occupancy) | {:.2f} ms ({:.2f}x floor) |", median(init_ms), median(init_ms) / median(floor_ms)));
+  md(fmt::format("| init: Runtime::create, lazy (a runtime that loads no cubin) | {:.2f} ms |", median(lazy_ms)));
+}
+
+void bench_selfcheck(const std::shared_ptr<const DriverApi>& drv) {
+  auto bundle = std::make_shared<const Bundle>(value_or_die(Bundle::embedded(), "bundle"));
+  for (bool full : {true, false}) {
+    std::vector<double> total;
+    SelfCheckReport last;
+    for (int rep = 0; rep < 5; ++rep) {
+      SelfCheckOptions o;
+      o.runtime.bundle = bundle;
+      o.runtime.driver = drv;
+      o.known_answer = full;
+      last = run_selfcheck(o);
+      if (!last.passed) {
+        fmt::print(stderr, "self-check failed\n");
+        std::exit(1);
+      }
+      total.push_back(last.total_ms);
+    }
+    std::string steps;
+    for (const auto& s : last.steps) steps += fmt::format("{} {:.1f}; ", s.name, s.ms);
+    md(fmt::format("| self-check {} | {:.1f} ms (median of 5) | {}|", full ? "full" : "quick (static + load)", median(total), steps));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto drv = value_or_die(open_driver(), "driver");
+  g_d = drv.get();
+  auto rt = value_or_die(Runtime::create({.lazy = true, .driver = drv}), "runtime");
+  if (!rt->bind_context()) return 1;
+  std::string dir = argv[0];
+  dir = dir.substr(0, dir.find_last_of('/') + 1);
+  const BenchKernels k = load_bench_kernels(dir + "bench_kernels.fatbin");
+  md(fmt::format("device: {}, driver CUDA {}.{}", rt->device().str(), rt->device().driver_version / 1000, rt->device().driver_version % 1000 / 10));
+  const Ceilings c = measure_ceilings(k);
+  md(fmt::format("| ceiling | value |\n|---|---|\n| copy bandwidth (2 GiB cuMemcpyDtoD, read + write) | {:.2f} TB/s |\n| bare launch (empty kernel, 2000 back to back) | {:.2f} us |", c.copy_tbps, c.launch_us));
+  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  md("\n| shape | kv | splits | kernel | time (us) | KV TB/s | / copy BW | us per launch, back to back | / bare launch |\n|---|---|---|---|---|---|---|---|---|");
+  const Shape shapes[] = {
+      {"B64 L8192 32q/8kv D128 p16", 64, 8192, 32, 8, 128, 16},
+      {"B64 L8192 16q/8kv D256 p16", 64, 8192, 16, 8, 256, 16},
+      {"B1 L32768 32q/8kv D128 p16", 1, 32768, 32, 8, 128, 16},
+      {"B1 L128 32q/8kv D128 p16", 1, 128, 32, 8, 128, 16},
+  };
+  for (const Shape& s : shapes)
+    for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3}) bench_decode(*rt, k, c, s, kv);
+  if (!quick) {
+    md("\n| start-up | time |\n|---|---|");
+    bench_init(drv);
+    bench_selfcheck(drv);
+  }
+  if (const char* path = std::getenv("CUBINRT_BENCH_MD")) std::ofstream(path) << g_md;
+  return 0;
+}
