@@ -23,6 +23,34 @@ double fp8(uint8_t b, int exp_bits, int man_bits, int bias, bool e4m3) {
 
 size_t bytes_of(Dtype d) { return dtype_bits(d) / 8; }
 
+// splitmix64: reproducible, and fast enough to fill the self-check's problems at start-up.
+struct SplitMix {
+  using result_type = uint64_t;
+  uint64_t state;
+  static constexpr uint64_t min() { return 0; }
+  static constexpr uint64_t max() { return ~uint64_t{0}; }
+  uint64_t operator()() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-1, 1), never zero: 24 random bits, offset by half a step.
+  float unit() { return (static_cast<float>((*this)() >> 40) + 0.5f) * (2.0f / 16777216.0f) - 1.0f; }
+};
+
+// The value of every code of a dtype, made once per process (the self-check runs at start-up).
+const std::vector<double>& code_table(Dtype d) {
+  static const auto make = [](Dtype t) {
+    std::vector<double> v(dtype_bits(t) == 8 ? 256 : 65536);
+    for (size_t c = 0; c < v.size(); ++c) v[c] = decode(t, static_cast<uint16_t>(c));
+    return v;
+  };
+  static const std::vector<double> fp16 = make(Dtype::fp16), bf16 = make(Dtype::bf16), e4m3 = make(Dtype::fp8_e4m3),
+                                   e5m2 = make(Dtype::fp8_e5m2);
+  return d == Dtype::fp16 ? fp16 : d == Dtype::bf16 ? bf16 : d == Dtype::fp8_e4m3 ? e4m3 : e5m2;
+}
+
 uint16_t load16(const std::vector<uint8_t>& v, size_t i) {
   uint16_t x;
   std::memcpy(&x, v.data() + 2 * i, 2);
@@ -74,14 +102,13 @@ Problem make_problem(const DecodeShape& s, Dtype kv_dtype, std::vector<int32_t> 
   p.shape = s;
   p.kv_dtype = kv_dtype;
   p.seq_lens = std::move(seq_lens);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  SplitMix rng{seed};
   const size_t D = s.head_dim, B = s.batch, Hq = s.num_q_heads, Hk = s.num_kv_heads, P = s.page_size;
 
   // Every sequence gets its own pages, handed out in a shuffled order.
   int64_t pages = 0;
   for (int32_t len : p.seq_lens) pages += (len + P - 1) / P;
-  p.num_pages = pages + 3;  // a few pages nobody uses
+  p.num_pages = pages + 1;  // a page nobody uses
   std::vector<int32_t> order(static_cast<size_t>(p.num_pages));
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
@@ -94,24 +121,21 @@ Problem make_problem(const DecodeShape& s, Dtype kv_dtype, std::vector<int32_t> 
   auto fill16 = [&](std::vector<uint8_t>& v, size_t n, Dtype d) {
     v.resize(2 * n);
     for (size_t i = 0; i < n; ++i) {
-      float x = 0;
-      while (x == 0) x = uni(rng);
-      const uint16_t bits = encode16(d, x);
+      const uint16_t bits = encode16(d, rng.unit());
       std::memcpy(v.data() + 2 * i, &bits, 2);
     }
   };
+  static const std::vector<uint8_t> fp8_codes = [] {
+    std::vector<uint8_t> codes;  // finite, non-zero and below 4 in both encodings
+    for (int b = 0; b < 256; ++b) {
+      const double x = decode(Dtype::fp8_e4m3, static_cast<uint16_t>(b)), y = decode(Dtype::fp8_e5m2, static_cast<uint16_t>(b));
+      if (std::isfinite(x) && std::isfinite(y) && x != 0 && std::fabs(x) < 4 && std::fabs(y) < 4) codes.push_back(static_cast<uint8_t>(b));
+    }
+    return codes;
+  }();
   auto fill8 = [&](std::vector<uint8_t>& v, size_t n) {
     v.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      for (;;) {
-        const auto b = static_cast<uint8_t>(rng());
-        const double a = decode(Dtype::fp8_e4m3, b), c = decode(Dtype::fp8_e5m2, b);
-        if (std::isfinite(a) && std::isfinite(c) && a != 0 && std::fabs(a) < 4 && std::fabs(c) < 4) {
-          v[i] = b;
-          break;
-        }
-      }
-    }
+    for (size_t i = 0; i < n; ++i) v[i] = fp8_codes[rng() % fp8_codes.size()];
   };
   fill16(p.q, B * Hq * D, s.q_dtype);
   const size_t kv_elems = static_cast<size_t>(p.num_pages) * P * Hk * D;
@@ -127,9 +151,7 @@ Answer solve(const Problem& p, Dtype kv_as) {
   const size_t D = s.head_dim, Hq = s.num_q_heads, Hk = s.num_kv_heads, P = s.page_size;
   const size_t group = Hq / Hk;
   const bool fp8 = bytes_of(kv_as) == 1;
-  // Decode every element once, through a table of all codes.
-  std::vector<double> table(fp8 ? 256 : 65536);
-  for (size_t c = 0; c < table.size(); ++c) table[c] = decode(kv_as, static_cast<uint16_t>(c));
+  const std::vector<double>& table = code_table(kv_as);
   auto decode_cache = [&](const std::vector<uint8_t>& cache, double scale) {
     const size_t n = fp8 ? cache.size() : cache.size() / 2;
     std::vector<double> out(n);
@@ -149,7 +171,7 @@ Answer solve(const Problem& p, Dtype kv_as) {
     const int len = std::min<int>(p.seq_lens[b], static_cast<int>(s.block_table_stride * P));
     for (size_t qh = 0; qh < Hq; ++qh) {
       const size_t kh = qh / group;
-      for (size_t d = 0; d < D; ++d) q[d] = decode(s.q_dtype, load16(p.q, (b * Hq + qh) * D + d));
+      for (size_t d = 0; d < D; ++d) q[d] = code_table(s.q_dtype)[load16(p.q, (b * Hq + qh) * D + d)];
       std::vector<double> score(static_cast<size_t>(len));
       double mx = -INFINITY;
       for (int t = 0; t < len; ++t) {
