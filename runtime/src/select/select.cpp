@@ -97,12 +97,12 @@ std::string explain_unavailable(const Manifest& manifest, std::string_view devic
   }
   const std::string asked = fmt::format("{} {}", key.family, key.str());
   const std::string head = fmt::format("{} ({}) cannot run {}", device_name, Arch::from_sm(device.sm()).str(), asked);
-  auto list = [](const std::set<std::string>& s) {
+  auto list = [](const std::set<std::string>& s, std::string_view conj = "and") {
     std::vector<std::string> v(s.begin(), s.end());
     if (v.size() == 1) return v[0];
     const std::string last = v.back();
     v.pop_back();
-    return fmt::format("{} and {}", fmt::join(v, ", "), last);
+    return fmt::format("{} {} {}", fmt::join(v, ", "), conj, last);
   };
   std::string advice;
   if (!head_dims_here.empty()) {
@@ -120,7 +120,7 @@ std::string explain_unavailable(const Manifest& manifest, std::string_view devic
   const std::string offers = archs_for_key == archs_for_head_dim
                                  ? fmt::format("head_dim={} is built for {} only", key.head_dim, list(archs_for_key))
                                  : fmt::format("this kernel is built for {} only", list(archs_for_key));
-  return fmt::format("{}: {}; use an {} GPU{}", head, offers, list(families), advice.empty() ? "" : " or " + advice);
+  return fmt::format("{}: {}; use an {} GPU{}", head, offers, list(families, "or"), advice.empty() ? "" : " or " + advice);
 }
 
 }  // namespace cubinrt

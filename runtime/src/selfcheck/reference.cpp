@@ -86,6 +86,7 @@ uint16_t encode16(Dtype d, float value) {
   // fp16, rounding half to even (nearbyint in the default rounding mode).
   const uint16_t sign = std::signbit(value) ? 0x8000 : 0;
   if (std::isnan(value)) return 0x7e00;
+  if (std::isinf(value)) return sign | 0x7c00;
   const double a = std::fabs(static_cast<double>(value));
   if (a < std::ldexp(1.0, -14)) return sign | static_cast<uint16_t>(std::nearbyint(a / std::ldexp(1.0, -24)));  // 1024 = min normal
   int e = 0;

@@ -1,0 +1,145 @@
+// verify on corrupted copies of the default bundle: each must fail with the right message, and
+// one bundle where an FP8 KV pointer would be passed at the wrong offset must fail on ABI.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "cubinrt/bundle.hpp"
+#include "cubinrt/verify.hpp"
+#include "support/gpu.hpp"
+
+namespace cubinrt::test {
+namespace {
+
+std::vector<std::byte> bundle_bytes() {
+  static const auto b = *read_file(CUBINRT_TEST_DEFAULT_BUNDLE);
+  return b;
+}
+Result<Bundle> load(std::vector<std::byte> b) {
+  return Bundle::from_bytes(std::make_shared<const std::vector<std::byte>>(std::move(b)), "copy");
+}
+uint64_t u64(const std::vector<std::byte>& b, size_t at) {
+  uint64_t v;
+  std::memcpy(&v, b.data() + at, 8);
+  return v;
+}
+
+TEST(BundleVerify, DefaultBundlePasses) {
+  auto b = load(bundle_bytes());
+  CUBINRT_ASSERT_OK(b);
+  EXPECT_TRUE(verify_bundle(*b).empty());
+}
+
+TEST(BundleVerify, FlippedCubinByteFailsThatEntryOnly) {
+  auto bytes = bundle_bytes();
+  auto good = load(bytes);
+  CUBINRT_ASSERT_OK(good);
+  const ManifestEntry& e = good->manifest().entries[7];
+  bytes[u64(bytes, 32) + e.offset + e.compressed_size / 2] ^= std::byte{0x01};
+  auto b = load(bytes);
+  CUBINRT_ASSERT_OK(b);  // the header and manifest are intact
+  const auto failures = verify_bundle(*b);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].entry, e.id);
+  EXPECT_TRUE(failures[0].message.find("zstd") != std::string::npos || failures[0].message.find("sha256") != std::string::npos)
+      << failures[0].message;
+}
+
+TEST(BundleVerify, TamperedManifestFailsItsDigest) {
+  auto bytes = bundle_bytes();
+  const uint64_t at = u64(bytes, 16);
+  const std::string text(reinterpret_cast<const char*>(bytes.data() + at), u64(bytes, 24));
+  const size_t pos = text.find("\"registers\": ");
+  ASSERT_NE(pos, std::string::npos);
+  bytes[at + pos + 13] = std::byte{'9'};
+  auto b = load(bytes);
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.error().code, Errc::corrupt_bundle);
+  EXPECT_NE(b.error().message.find("bundle copy: manifest sha256 is "), std::string::npos) << b.error().message;
+}
+
+TEST(BundleVerify, TruncatedAndForeignFilesAreRefused) {
+  auto bytes = bundle_bytes();
+  bytes.resize(bytes.size() - 1000);
+  auto b = load(bytes);
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().message.find("payload"), std::string::npos) << b.error().message;
+  auto foreign = load(std::vector<std::byte>(200, std::byte{'x'}));
+  ASSERT_FALSE(foreign);
+  EXPECT_EQ(foreign.error().message, "bundle copy: not a cubinrt bundle (the magic \"CUBINRTB\" is missing)");
+  auto tiny = load(std::vector<std::byte>(10, std::byte{0}));
+  ASSERT_FALSE(tiny);
+  EXPECT_EQ(tiny.error().message, "bundle copy: 10 bytes is smaller than the 96-byte bundle header");
+}
+
+// Re-assembled bundles that lie in their manifest: each lie is caught against the cubin.
+class Relabelled : public ::testing::Test {
+ protected:
+  Manifest manifest;
+  std::vector<std::vector<std::byte>> cubins;
+  void SetUp() override {
+    auto b = load(bundle_bytes());
+    ASSERT_TRUE(b);
+    for (const char* id : {"paged_decode.sm_90.hd128.bf16.fp8_e4m3.p16", "paged_decode.sm_100a.hd512.bf16.bf16.p16"}) {
+      manifest.entries.push_back(*b->manifest().find(id));
+      cubins.push_back(*b->cubin(manifest.entries.back()));
+    }
+    manifest.toolkit = b->manifest().toolkit;
+  }
+  std::vector<VerifyFailure> verify() {
+    auto bytes = assemble_bundle(manifest, cubins);
+    EXPECT_TRUE(bytes);
+    auto b = load(*bytes);
+    EXPECT_TRUE(b) << (b ? "" : b.error().message);
+    return verify_bundle(*b);
+  }
+};
+
+TEST_F(Relabelled, HonestReassemblyPasses) { EXPECT_TRUE(verify().empty()); }
+
+TEST_F(Relabelled, ArchLie) {
+  manifest.entries[1].arch = *Arch::parse("sm_90");  // the head_dim 512 cubin passed off as sm_90
+  const auto f = verify();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].message, "bundle copy: entry paged_decode.sm_100a.hd512.bf16.bf16.p16: manifest and cubin disagree: arch sm_90 in the manifest, sm_100a in the cubin");
+}
+
+TEST_F(Relabelled, SymbolLie) {
+  manifest.entries[0].symbol = "cubinrt_paged_decode_hd128_bf16_fp8_e5m2_p16";
+  const auto f = verify();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].message, "bundle copy: entry paged_decode.sm_90.hd128.bf16.fp8_e4m3.p16: manifest and cubin disagree: the cubin defines no kernel 'cubinrt_paged_decode_hd128_bf16_fp8_e5m2_p16'");
+}
+
+TEST_F(Relabelled, AbiVersionLie) {
+  manifest.entries[0].abi_version = 2;
+  const auto f = verify();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].message.find("parameter ABI PagedDecodeParams v2 is unknown to this build"), std::string::npos) << f[0].message;
+}
+
+// A kernel whose FP8 KV pointer sits 8 bytes later than the dispatcher's struct puts it (built
+// from tests/cubins/shifted_abi.cu with the real entry point's name) must fail verification.
+TEST_F(Relabelled, Fp8KvPointerAtTheWrongOffset) {
+  auto shifted = read_file(std::string(CUBINRT_TEST_BINARY_DIR) + "/probe/shifted_abi.sm_90.cubin");
+  CUBINRT_ASSERT_OK(shifted);
+  cubins[0] = *shifted;
+  manifest.entries[0].registers = read_cubin(*shifted)->kernels[0].registers;
+  const auto f = verify();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].message, "bundle copy: entry paged_decode.sm_90.hd128.bf16.fp8_e4m3.p16: kernel 'cubinrt_paged_decode_hd128_bf16_fp8_e4m3_p16' "
+                          "parameter 1 is at offset 8 size 4, but ABI PagedDecodeParams v1 field 'k_cache' is at offset 8 size 8");
+}
+
+TEST(BundleVerify, EmptyBundleFails) {
+  auto bytes = assemble_bundle({}, {});
+  CUBINRT_ASSERT_OK(bytes);
+  auto b = load(*bytes);
+  CUBINRT_ASSERT_OK(b);
+  const auto f = verify_bundle(*b);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].message, "bundle copy: holds no entries");
+}
+
+}  // namespace
+}  // namespace cubinrt::test

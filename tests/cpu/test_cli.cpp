@@ -1,0 +1,167 @@
+// cubin-manifest as a user runs it: exit codes, the lines it prints, JSON, and docs kept current.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cubinrt/bundle.hpp"
+#include "support/gpu.hpp"
+
+namespace cubinrt::test {
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out;  // stdout and stderr
+};
+CliRun cli(const std::string& args) {
+  const std::string cmd = std::string(CUBINRT_TEST_CLI) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+std::string tmp(const std::string& name) { return (std::filesystem::temp_directory_path() / ("cubinrt_cli_" + name)).string(); }
+
+TEST(Cli, VerifyEmbedded) {
+  const CliRun r = cli("verify");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "OK <embedded default bundle>: all 360 entries verified (sha256, zstd, ELF, manifest vs cubin, ABI layout)\n");
+}
+
+TEST(Cli, VerifyCorruptedCopyFailsWithOneLinePerEntry) {
+  auto bytes = *read_file(CUBINRT_TEST_DEFAULT_BUNDLE);
+  auto b = *Bundle::open(CUBINRT_TEST_DEFAULT_BUNDLE);
+  uint64_t payload = 0;
+  std::memcpy(&payload, bytes.data() + 32, 8);
+  for (size_t i : {3u, 200u}) {
+    const ManifestEntry& e = b.manifest().entries[i];
+    bytes[payload + e.offset + e.compressed_size - 9] ^= std::byte{0xff};
+  }
+  const std::string path = tmp("corrupt.bundle");
+  ASSERT_TRUE(write_file(path, bytes));
+  const CliRun r = cli("verify " + path);
+  EXPECT_EQ(r.code, 1);
+  std::istringstream lines(r.out);
+  std::string line;
+  int fails = 0;
+  while (std::getline(lines, line)) fails += line.rfind("FAIL bundle " + path + ": entry ", 0) == 0;
+  EXPECT_EQ(fails, 2) << r.out;
+  EXPECT_NE(r.out.find(path + ": 2 of 360 entries failed"), std::string::npos) << r.out;
+  const CliRun j = cli("--json verify " + path);
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["ok"], false);
+  EXPECT_EQ(doc["failures"].size(), 2u);
+}
+
+TEST(Cli, SelectExplainsHd512OnSm90AndChoosesOnSm100AndSm103) {
+  const CliRun h = cli("select --arch sm_90 --head-dim 512 --q-dtype bf16 --kv-dtype fp8_e4m3 --device-name 'NVIDIA H200'");
+  EXPECT_EQ(h.code, 1);
+  EXPECT_NE(h.out.find("paged_decode.sm_100a.hd512.bf16.fp8_e4m3.p16  rejected  sm_100a code runs only on compute capability 10.x; the device is 9.0"),
+            std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("none: NVIDIA H200 (sm_90) cannot run paged_decode head_dim=512 q=bf16 kv=fp8_e4m3 page_size=16: head_dim=512 is "
+                       "built for sm_100a and sm_103a only; use an SM100 (Blackwell) GPU or head_dim <= 256"),
+            std::string::npos) << h.out;
+  const CliRun b = cli("--json select --arch sm_100 --head-dim 512 --q-dtype bf16 --kv-dtype fp8_e4m3");
+  EXPECT_EQ(b.code, 0);
+  EXPECT_EQ(nlohmann::json::parse(b.out)["chosen"], "paged_decode.sm_100a.hd512.bf16.fp8_e4m3.p16");
+  const CliRun c = cli("--json select --arch sm_103 --head-dim 512 --q-dtype bf16 --kv-dtype fp8_e4m3");
+  EXPECT_EQ(c.code, 0);
+  const auto doc = nlohmann::json::parse(c.out);
+  EXPECT_EQ(doc["chosen"], "paged_decode.sm_103a.hd512.bf16.fp8_e4m3.p16");
+  bool saw_100a = false;
+  for (const auto& cand : doc["candidates"])
+    if (cand["entry"] == "paged_decode.sm_100a.hd512.bf16.fp8_e4m3.p16") {
+      saw_100a = true;
+      EXPECT_EQ(cand["reason"], "sm_100a ('a': arch-specific) runs only on sm_100");
+    }
+  EXPECT_TRUE(saw_100a);
+}
+
+TEST(Cli, ListAndShow) {
+  const CliRun l = cli("--json list --arch sm_89");
+  EXPECT_EQ(l.code, 0);
+  EXPECT_EQ(nlohmann::json::parse(l.out)["entries"].size(), 54u);
+  const CliRun s = cli("--json show paged_decode.sm_120.hd64.fp16.fp8_e5m2.p32");
+  EXPECT_EQ(s.code, 0) << s.out;
+  const auto doc = nlohmann::json::parse(s.out);
+  EXPECT_EQ(doc["cubin"]["arch"], "sm_120");
+  EXPECT_EQ(doc["cubin"]["kernels"][0]["name"], "cubinrt_paged_decode_hd64_fp16_fp8_e5m2_p32");
+  EXPECT_EQ(doc["cubin"]["kernels"][0]["params"].size(), 25u);
+  const CliRun f = cli("--json show " + std::string(CUBINRT_TEST_BINARY_DIR) + "/probe/probe.speed.fatbin");
+  EXPECT_EQ(f.code, 0) << f.out;
+  EXPECT_EQ(nlohmann::json::parse(f.out)["fatbin_entries"][0]["compression"], "lz4");
+}
+
+TEST(Cli, BadInputIsAClearErrorNotACrash) {
+  const std::string junk = tmp("junk.bin");
+  std::ofstream(junk) << "this is not a cubin";
+  const CliRun r = cli("show " + junk);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out.rfind("cubin-manifest: " + junk + ": not a valid cubin (rule elf-header", 0), 0u) << r.out;
+  const CliRun missing = cli("verify /nonexistent/x.bundle");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_EQ(missing.out, "cubin-manifest: /nonexistent/x.bundle: cannot open: No such file or directory\n");
+  const CliRun entry = cli("show no.such.entry");
+  EXPECT_EQ(entry.code, 1);
+  EXPECT_EQ(entry.out, "cubin-manifest: 'no.such.entry' is neither a file nor an entry of bundle <embedded default bundle>\n");
+  EXPECT_EQ(cli("select --arch sm_90").code, 2);  // --head-dim is required
+  EXPECT_EQ(cli("frobnicate").code, 2);
+}
+
+TEST(Cli, DiffOfTwoBundles) {
+  const CliRun same = cli(std::string("diff ") + CUBINRT_TEST_DEFAULT_BUNDLE + " " + CUBINRT_TEST_DEFAULT_BUNDLE);
+  EXPECT_EQ(same.code, 0);
+  EXPECT_EQ(same.out, "0 added, 0 removed, 0 changed\n");
+  const CliRun d = cli(std::string("--json diff ") + CUBINRT_TEST_DEFAULT_BUNDLE + " " + CUBINRT_TEST_HD512_BUNDLE);
+  const auto doc = nlohmann::json::parse(d.out);
+  EXPECT_EQ(doc["added"].size(), 6u);
+  EXPECT_EQ(doc["removed"].size(), 360u);
+}
+
+TEST(Cli, PackRebuildsTheDefaultBundleByteForByte) {
+  const std::string out = tmp("repacked.bundle");
+  const CliRun r = cli(std::string("pack --catalog ") + CUBINRT_TEST_CATALOG + " --cubin-dir " + CUBINRT_TEST_BUNDLE_CUBINS + " --output " + out);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(sha256_hex(*read_file(out)), sha256_hex(*read_file(CUBINRT_TEST_DEFAULT_BUNDLE)));
+  const CliRun missing = cli(std::string("pack --catalog ") + CUBINRT_TEST_CATALOG + " --cubin-dir /tmp --output " + out);
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.out.find("catalog variant paged_decode.sm_80.hd64.fp16.fp16.p16 has no cubin: /tmp/paged_decode.sm_80.hd64.fp16.fp16.p16.cubin: cannot open"),
+            std::string::npos) << missing.out;
+}
+
+TEST(Cli, SupportedCombinationsDocIsCurrent) {
+  const CliRun r = cli("list --markdown");
+  ASSERT_EQ(r.code, 0);
+  std::ifstream in(std::string(CUBINRT_TEST_SOURCE_DIR) + "/docs/supported.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  EXPECT_NE(doc.str().find(r.out), std::string::npos)
+      << "docs/supported.md is out of date: regenerate its table with `cubin-manifest list --markdown`";
+}
+
+TEST(Cli, SelfcheckWithoutGpuSaysSoAndStillValidates) {
+  const CliRun r = cli("selfcheck");
+  if (gpu().driver) {
+    EXPECT_EQ(r.code, 0) << r.out;
+    return;
+  }
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("static        pass"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("360 (all) cubins: sha256, zstd, ELF, manifest vs cubin, ABI layout"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no GPU on this machine: every cubin was validated statically; the GPU steps were skipped (exit 3)"), std::string::npos) << r.out;
+  const auto doc = nlohmann::json::parse(cli("--json selfcheck").out);
+  EXPECT_EQ(doc["no_gpu"], true);
+  EXPECT_EQ(doc["exit_code"], 3);
+}
+
+}  // namespace
+}  // namespace cubinrt::test

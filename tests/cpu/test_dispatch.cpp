@@ -1,0 +1,163 @@
+// The dispatcher on the fake driver: explicit KV dtypes, bad calls refused before any launch,
+// and the parameter block a launch hands the driver, field by field.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "cubinrt/abi/paged_decode_v1.h"
+#include "cubinrt/paged_decode.hpp"
+#include "support/fake_driver.hpp"
+#include "support/gpu.hpp"
+
+namespace cubinrt::test {
+namespace {
+
+TEST(ResolveKvDtype, UInt8StorageMustBeDeclared) {
+  EXPECT_EQ(*resolve_kv_dtype(Dtype::bf16, Dtype::uint8, Dtype::fp8_e4m3), Dtype::fp8_e4m3);
+  EXPECT_EQ(*resolve_kv_dtype(Dtype::bf16, Dtype::uint8, Dtype::fp8_e5m2), Dtype::fp8_e5m2);
+  EXPECT_EQ(*resolve_kv_dtype(Dtype::bf16, Dtype::bf16, std::nullopt), Dtype::bf16);
+  EXPECT_EQ(*resolve_kv_dtype(Dtype::fp16, Dtype::fp8_e4m3, std::nullopt), Dtype::fp8_e4m3);
+  EXPECT_EQ(resolve_kv_dtype(Dtype::bf16, Dtype::uint8, std::nullopt).error().message,
+            "KV cache dtype: the KV cache is uint8 storage with no declared dtype; declare fp8_e4m3 or fp8_e5m2 (cubinrt never infers the encoding from storage)");
+  EXPECT_EQ(resolve_kv_dtype(Dtype::bf16, Dtype::uint8, Dtype::nvfp4).error().message,
+            "KV cache dtype: nvfp4 KV is declared, but cubinrt has no NVFP4 decode kernel yet (NVFP4 also needs its scale-factor tensor); use fp8_e4m3, fp8_e5m2 or 16-bit KV");
+  EXPECT_EQ(resolve_kv_dtype(Dtype::bf16, Dtype::bf16, Dtype::fp8_e4m3).error().message,
+            "KV cache dtype: storage is bf16 but the declared dtype is fp8_e4m3; FP8 and NVFP4 caches are declared on uint8 storage");
+  EXPECT_EQ(resolve_kv_dtype(Dtype::bf16, Dtype::fp16, std::nullopt).error().message,
+            "KV cache dtype: 16-bit KV must match the q dtype (fp16 KV with bf16 q)");
+}
+
+class Dispatch : public ::testing::Test {
+ protected:
+  std::unique_ptr<Runtime> rt;
+  DecodeShape shape{.batch = 3, .num_q_heads = 32, .num_kv_heads = 8, .head_dim = 128, .q_dtype = Dtype::bf16, .kv_storage = Dtype::uint8,
+                    .kv_declared = Dtype::fp8_e4m3, .page_size = 16, .layout = KvLayout::hnd, .block_table_stride = 64};
+  alignas(16) std::byte q[64], k[64], v[64], out[64], ws[1 << 20];
+  int32_t table[4], lens[4];
+
+  void SetUp() override {
+    RuntimeOptions o;
+    o.driver = make_fake_driver({h200()});
+    o.bundle = std::make_shared<const Bundle>(*Bundle::embedded());
+    o.lazy = true;
+    rt = std::move(*Runtime::create(o));
+  }
+  DecodeArgs args(const DecodePlan& plan) {
+    DecodeArgs a;
+    a.q = q;
+    a.kv = {k, v, shape.kv_storage, shape.kv_declared, 0.5f, 0.25f, nullptr, shape.layout, shape.page_size, shape.num_kv_heads, 1000};
+    a.block_table = table;
+    a.seq_lens = lens;
+    a.out = out;
+    a.workspace = ws;
+    a.workspace_bytes = plan.workspace_bytes();
+    return a;
+  }
+};
+
+TEST_F(Dispatch, LaunchHandsTheDriverTheAbiStruct) {
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->kernel().entry->id, "paged_decode.sm_90.hd128.bf16.fp8_e4m3.p16");
+  CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
+  ASSERT_EQ(fake_state().launches.size(), 1u);
+  const LaunchRecord& r = fake_state().launches[0];
+  EXPECT_EQ(r.kernel, "cubinrt_paged_decode_hd128_bf16_fp8_e4m3_p16");
+  EXPECT_EQ(r.config.gridDimX, 3u);
+  EXPECT_EQ(r.config.gridDimY, 8u);  // one block per kv head: 4 q heads per kv head fit one chunk
+  EXPECT_EQ(r.config.gridDimZ, static_cast<unsigned>(plan->num_splits()));
+  EXPECT_EQ(r.config.blockDimX, 128u);
+  ASSERT_EQ(r.params.size(), offsetof(CubinrtPagedDecodeParamsV1, pages_per_split) + sizeof(int32_t));
+  CubinrtPagedDecodeParamsV1 p{};
+  std::memcpy(&p, r.params.data(), r.params.size());
+  EXPECT_EQ(p.k_cache, k);
+  EXPECT_EQ(p.v_cache, v);
+  EXPECT_EQ(p.kv_stride_page, 16 * 8 * 128);  // HND: [pages, heads, page_size, D]
+  EXPECT_EQ(p.kv_stride_head, 16 * 128);
+  EXPECT_EQ(p.kv_stride_token, 128);
+  EXPECT_EQ(p.q_stride_batch, 32 * 128);
+  EXPECT_FLOAT_EQ(p.k_scale, 0.5f);
+  EXPECT_FLOAT_EQ(p.v_scale, 0.25f);
+  EXPECT_FLOAT_EQ(p.softmax_scale, 1.f / std::sqrt(128.f));
+  EXPECT_EQ(p.num_kv_heads, 8);
+  EXPECT_EQ(p.block_table_stride, 64);
+  EXPECT_EQ(p.num_splits, plan->num_splits());
+  EXPECT_EQ(p.num_splits * p.pages_per_split >= 64, true);
+  // 3 x 8 = 24 blocks on 132 SMs at 4 blocks each: the KV range is split to fill the GPU.
+  EXPECT_EQ(plan->num_splits(), 4);
+  EXPECT_GT(plan->workspace_bytes(), 0u);
+}
+
+TEST_F(Dispatch, DeclaredEncodingPicksTheKernel) {
+  shape.kv_declared = Dtype::fp8_e5m2;
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->kernel().entry->symbol, "cubinrt_paged_decode_hd128_bf16_fp8_e5m2_p16");
+  shape.kv_declared = std::nullopt;
+  auto undeclared = DecodePlan::create(*rt, shape);
+  ASSERT_FALSE(undeclared);
+  EXPECT_EQ(undeclared.error().code, Errc::invalid_argument);
+}
+
+TEST_F(Dispatch, BadShapesAreRefusedAtPlan) {
+  auto s = shape;
+  s.num_q_heads = 30;
+  EXPECT_EQ(DecodePlan::create(*rt, s).error().message, "paged decode: num_q_heads 30 is not a multiple of num_kv_heads 8");
+  s = shape;
+  s.page_size = 8;
+  EXPECT_EQ(DecodePlan::create(*rt, s).error().message,
+            "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=128 q=bf16 kv=fp8_e4m3 page_size=8: the bundle builds head_dim=128 for "
+            "sm_100a, sm_103a, sm_120, sm_80, sm_89 and sm_90 but not with q=bf16 kv=fp8_e4m3 page_size=8");
+  s = shape;
+  s.max_seq_len = 64 * 16 + 1;
+  EXPECT_EQ(DecodePlan::create(*rt, s).error().message, "paged decode: max_seq_len 1025 exceeds the block table's capacity of 1024 tokens (64 pages of 16)");
+  s = shape;
+  s.head_dim = 96;
+  EXPECT_EQ(DecodePlan::create(*rt, s).error().code, Errc::unsupported);
+}
+
+TEST_F(Dispatch, BadArgumentsAreRefusedBeforeLaunch) {
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  auto a = args(*plan);
+  a.kv.k = nullptr;
+  EXPECT_EQ(plan->launch(a, nullptr).error().message, "paged decode launch: q, kv.k, kv.v, block_table, seq_lens and out must all be non-null");
+  a = args(*plan);
+  a.out = out + 2;
+  EXPECT_EQ(plan->launch(a, nullptr).error().message, "paged decode launch: q, kv.k, kv.v and out must be 16-byte aligned");
+  a = args(*plan);
+  a.kv.declared = Dtype::fp8_e5m2;
+  EXPECT_EQ(plan->launch(a, nullptr).error().message,
+            "paged decode launch: the KV descriptor's dtype (storage uint8, declared fp8_e5m2) is not the plan's (storage uint8, declared fp8_e4m3)");
+  a = args(*plan);
+  a.workspace = nullptr;
+  EXPECT_NE(plan->launch(a, nullptr).error().message.find("needs a 16-byte aligned workspace of"), std::string::npos);
+  a = args(*plan);
+  a.kv.page_size = 32;
+  EXPECT_EQ(plan->launch(a, nullptr).error().code, Errc::invalid_argument);
+  EXPECT_TRUE(fake_state().launches.empty());
+}
+
+TEST_F(Dispatch, LargeGroupsAreSplitIntoHeadChunks) {
+  shape.num_q_heads = 64;  // 8 q heads per kv head: 2 chunks of 4
+  shape.batch = 64;
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
+  EXPECT_EQ(fake_state().launches.back().config.gridDimY, 16u);
+  EXPECT_EQ(plan->num_splits(), 1);  // 64 x 16 blocks fill the GPU without splitting
+  EXPECT_EQ(plan->workspace_bytes(), 0u);
+}
+
+TEST_F(Dispatch, DriverLaunchErrorIsReported) {
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  fake_state().faults.launch = CUDA_ERROR_LAUNCH_FAILED;
+  EXPECT_EQ(plan->launch(args(*plan), nullptr).error().message,
+            "device 0 'NVIDIA H200' (sm_90): kernel cubinrt_paged_decode_hd128_bf16_fp8_e4m3_p16: cuLaunchKernelEx failed: "
+            "CUDA_ERROR_LAUNCH_FAILED (emulated error)");
+}
+
+}  // namespace
+}  // namespace cubinrt::test

@@ -1,0 +1,73 @@
+// The fatbin reader on containers nvcc wrote: plain, LZ4 (--compress-mode=speed) and zstd
+// (--compress-mode=size), and inside a host object's .nv_fatbin.
+#include <gtest/gtest.h>
+
+#include "cubinrt/bundle.hpp"
+#include "cubinrt/cubin.hpp"
+#include "cubinrt/fatbin.hpp"
+#include "support/gpu.hpp"
+
+namespace cubinrt::test {
+namespace {
+
+std::vector<std::byte> file(const std::string& name) { return *read_file(std::string(CUBINRT_TEST_BINARY_DIR) + "/probe/" + name); }
+
+void expect_probe_entries(const std::vector<FatbinEntry>& entries, std::string_view compression) {
+  std::vector<std::string> cubins;
+  for (const FatbinEntry& e : entries) {
+    if (e.kind != FatbinEntry::Kind::elf) continue;
+    cubins.push_back(e.arch.str());
+    EXPECT_EQ(e.compression, compression) << e.arch.str();
+    auto info = read_cubin(e.data);
+    CUBINRT_ASSERT_OK(info);
+    EXPECT_EQ(info->arch.sm(), e.arch.sm());
+    EXPECT_NE(info->kernel("probe_params"), nullptr);
+    // The same kernels as nvcc -cubin makes for that arch (the bytes differ only by the ptxas
+    // command line recorded in .note.nv.tkinfo).
+    const CubinInfo direct = *read_cubin(file("probe." + e.arch.str() + ".cubin"));
+    ASSERT_EQ(info->kernels.size(), direct.kernels.size());
+    for (const KernelInfo& k : direct.kernels) {
+      ASSERT_NE(info->kernel(k.name), nullptr) << k.name;
+      EXPECT_EQ(info->kernel(k.name)->registers, k.registers) << k.name;
+      EXPECT_EQ(info->kernel(k.name)->params, k.params) << k.name;
+    }
+  }
+  EXPECT_EQ(cubins, (std::vector<std::string>{"sm_80", "sm_90a"}));
+}
+
+TEST(Fatbin, Plain) {
+  auto e = read_fatbin(file("probe.none.fatbin"));
+  CUBINRT_ASSERT_OK(e);
+  expect_probe_entries(*e, "none");
+}
+TEST(Fatbin, Lz4) {
+  auto e = read_fatbin(file("probe.speed.fatbin"));
+  CUBINRT_ASSERT_OK(e);
+  expect_probe_entries(*e, "lz4");
+}
+TEST(Fatbin, Zstd) {
+  auto e = read_fatbin(file("probe.size.fatbin"));
+  CUBINRT_ASSERT_OK(e);
+  expect_probe_entries(*e, "zstd");
+}
+TEST(Fatbin, InsideHostObject) {
+  auto e = read_fatbin(file("probe.host.o"));
+  CUBINRT_ASSERT_OK(e);
+  expect_probe_entries(*e, "none");
+}
+TEST(Fatbin, CorruptionIsReported) {
+  auto b = file("probe.size.fatbin");
+  std::vector<std::byte> cut(b.begin(), b.begin() + static_cast<ptrdiff_t>(b.size() / 2));
+  auto r = read_fatbin(cut);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::corrupt_fatbin);
+  EXPECT_NE(r.error().message.find("inside-file"), std::string::npos) << r.error().message;
+  // A compressed payload flipped: decompression must fail or the cubin must fail validation.
+  auto flipped = b;
+  for (size_t i = 200; i < flipped.size(); i += 101) flipped[i] ^= std::byte{0x5a};
+  EXPECT_FALSE(read_fatbin(flipped).has_value());
+  EXPECT_FALSE(read_fatbin(std::vector<std::byte>(64, std::byte{0})).has_value());
+}
+
+}  // namespace
+}  // namespace cubinrt::test

@@ -1,0 +1,250 @@
+// The whole loader against a test double of the driver: emulated devices of every supported arch,
+// and faults, with the exact error texts engines see.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "cubinrt/runtime.hpp"
+#include "cubinrt/select.hpp"
+#include "support/fake_driver.hpp"
+#include "support/gpu.hpp"
+
+namespace cubinrt::test {
+namespace {
+
+std::shared_ptr<const Bundle> bundle() {
+  static auto b = std::make_shared<const Bundle>(*Bundle::embedded());
+  return b;
+}
+
+Result<std::unique_ptr<Runtime>> create(std::vector<FakeDevice> devices, FakeFaults faults = {}, RuntimeOptions o = {}) {
+  o.driver = make_fake_driver(std::move(devices), faults);
+  if (!o.bundle) o.bundle = bundle();
+  return Runtime::create(std::move(o));
+}
+
+struct DeviceCase {
+  FakeDevice device;
+  const char* arch;  // of the cubins it selects
+  size_t kernels;
+};
+
+class EveryArch : public ::testing::TestWithParam<DeviceCase> {};
+
+TEST_P(EveryArch, LoadsExactlyTheCubinsItsArchRuns) {
+  const DeviceCase& c = GetParam();
+  auto rt = create({c.device});
+  CUBINRT_ASSERT_OK(rt);
+  EXPECT_EQ((*rt)->device().name, c.device.name);
+  EXPECT_EQ((*rt)->device().arch.major, static_cast<uint32_t>(c.device.major));
+  const auto loaded = (*rt)->loaded();
+  EXPECT_EQ(loaded.size(), c.kernels);
+  EXPECT_EQ(fake_state().loads, static_cast<int>(c.kernels));
+  for (const LoadedKernel* k : loaded) EXPECT_EQ(k->entry->arch.str(), c.arch) << k->entry->id;
+  const KernelKey hd512{"paged_decode", 512, Dtype::bf16, Dtype::fp8_e4m3, 16};
+  EXPECT_EQ((*rt)->supports(hd512).ok, c.device.major == 10) << (*rt)->supports(hd512).reason;
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, EveryArch,
+                         ::testing::Values(DeviceCase{a100(), "sm_80", 54}, DeviceCase{{"NVIDIA A10", 8, 6, 72, 101376, 7}, "sm_80", 54},
+                                           DeviceCase{l40s(), "sm_89", 54}, DeviceCase{h200(), "sm_90", 54},
+                                           DeviceCase{b200(), "sm_100a", 72}, DeviceCase{b300(), "sm_103a", 72},
+                                           DeviceCase{rtx5090(), "sm_120", 54}),
+                         [](const auto& p) { return "sm_" + std::to_string(p.param.device.major * 10 + p.param.device.minor); });
+
+TEST(FakeRuntime, Hd512RequiredOnH200IsOneSentence) {
+  RuntimeOptions o;
+  o.required = {{128, 512}, {Dtype::bf16}, {Dtype::fp8_e4m3}, {16}};
+  auto rt = create({h200()}, {}, o);
+  ASSERT_FALSE(rt);
+  EXPECT_EQ(rt.error().code, Errc::unsupported);
+  EXPECT_EQ(rt.error().message,
+            "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=512 q=bf16 kv=fp8_e4m3 page_size=16: head_dim=512 is built for "
+            "sm_100a and sm_103a only; use an SM100 (Blackwell) GPU or head_dim <= 256");
+  EXPECT_EQ(fake_state().loads, 0);  // refused before anything was loaded
+}
+
+TEST(FakeRuntime, Hd512RequiredOnB200Loads) {
+  RuntimeOptions o;
+  o.required = {{512}, {Dtype::bf16}, {Dtype::fp8_e4m3, Dtype::fp8_e5m2}, {16}};
+  auto rt = create({b200()}, {}, o);
+  CUBINRT_ASSERT_OK(rt);
+  EXPECT_EQ((*rt)->loaded().size(), 2u);  // eager loads only what is required
+  EXPECT_EQ((*rt)->selected({"paged_decode", 512, Dtype::bf16, Dtype::fp8_e4m3, 16})->id, "paged_decode.sm_100a.hd512.bf16.fp8_e4m3.p16");
+}
+
+TEST(FakeRuntime, DriverTooOld) {
+  FakeFaults f;
+  f.driver_version = 12040;
+  auto rt = create({h200()}, f);
+  ASSERT_FALSE(rt);
+  EXPECT_EQ(rt.error().code, Errc::driver_too_old);
+  EXPECT_EQ(rt.error().message,
+            "the CUDA driver supports CUDA 12.4 (cuDriverGetVersion 12040), but bundle <embedded default bundle> needs CUDA 13.0 "
+            "(13000): install an NVIDIA driver for CUDA 13.0 or newer");
+}
+
+TEST(FakeRuntime, NoDevice) {
+  FakeFaults f;
+  f.init = CUDA_ERROR_NO_DEVICE;
+  auto rt = create({}, f);
+  ASSERT_FALSE(rt);
+  EXPECT_EQ(rt.error().code, Errc::no_device);
+  EXPECT_EQ(rt.error().message,
+            "CUDA driver (fake driver): no CUDA device is present (cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected))");
+  RuntimeOptions o;
+  o.device_ordinal = 3;
+  auto missing = create({h200()}, {}, o);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message, "device 3 was asked for, but the driver sees 1 device(s) (0 to 0)");
+}
+
+TEST(FakeRuntime, LoadFailureNamesDeviceCubinKernelAndCall) {
+  FakeFaults f;
+  f.load = CUDA_ERROR_INVALID_IMAGE;
+  f.load_only_for = "hd256_bf16_fp8_e5m2_p32";
+  auto rt = create({h200()}, f);
+  ASSERT_FALSE(rt);
+  EXPECT_EQ(rt.error().code, Errc::driver);
+  EXPECT_EQ(rt.error().driver_status, CUDA_ERROR_INVALID_IMAGE);
+  EXPECT_EQ(rt.error().message,
+            "device 0 'NVIDIA H200' (sm_90): cubin paged_decode.sm_90.hd256.bf16.fp8_e5m2.p32 kernel "
+            "cubinrt_paged_decode_hd256_bf16_fp8_e5m2_p32: cuLibraryLoadData failed: CUDA_ERROR_INVALID_IMAGE (device kernel image is invalid)");
+}
+
+TEST(FakeRuntime, OutOfMemoryAtLoad) {
+  FakeFaults f;
+  f.load = CUDA_ERROR_OUT_OF_MEMORY;
+  auto rt = create({h200()}, f);
+  ASSERT_FALSE(rt);
+  EXPECT_NE(rt.error().message.find("cuLibraryLoadData failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"), std::string::npos) << rt.error().message;
+}
+
+TEST(FakeRuntime, NoBinaryForGpuAtResolutionFailsInit) {
+  // What the H200 does with an sm_100 cubin: the library loads, the kernel does not resolve.
+  FakeFaults f;
+  f.get_kernel = CUDA_ERROR_NO_BINARY_FOR_GPU;
+  auto rt = create({h200()}, f);
+  ASSERT_FALSE(rt);
+  EXPECT_EQ(rt.error().driver_status, CUDA_ERROR_NO_BINARY_FOR_GPU);
+  EXPECT_NE(rt.error().message.find("cuLibraryGetKernel failed: CUDA_ERROR_NO_BINARY_FOR_GPU (no kernel image is available for execution on the device)"),
+            std::string::npos) << rt.error().message;
+  EXPECT_EQ(fake_state().unloads, 1);  // the library it loaded was unloaded again
+}
+
+TEST(FakeRuntime, MissingEntryPoint) {
+  auto d = make_fake_driver({h200()});
+  d->cuFuncGetParamInfo = nullptr;
+  d->cuKernelSetAttribute = nullptr;
+  RuntimeOptions o;
+  o.driver = d;
+  o.bundle = bundle();
+  auto rt = Runtime::create(o);
+  ASSERT_FALSE(rt);
+  EXPECT_EQ(rt.error().code, Errc::no_driver);
+  EXPECT_EQ(rt.error().message, "the driver table (fake driver) lacks cuKernelSetAttribute, cuFuncGetParamInfo");
+}
+
+TEST(FakeRuntime, NoLibcuda) {
+  auto d = open_driver("libcuda-that-does-not-exist.so.1");
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().code, Errc::no_driver);
+  EXPECT_EQ(d.error().message.rfind("no CUDA driver: cannot open libcuda-that-does-not-exist.so.1 (", 0), 0u) << d.error().message;
+}
+
+TEST(FakeRuntime, DriverDisagreesWithAbi) {
+  FakeFaults f;
+  f.param_offset_skew = 8;
+  auto rt = create({h200()}, f);
+  ASSERT_FALSE(rt);
+  EXPECT_EQ(rt.error().code, Errc::mismatch);
+  EXPECT_NE(rt.error().message.find("the driver puts parameter 0 at offset 8 size 8, ABI PagedDecodeParams v1 field 'q' is at offset 0 size 8"),
+            std::string::npos) << rt.error().message;
+}
+
+TEST(FakeRuntime, LazyLoadsOnceUnderConcurrentFirstUse) {
+  RuntimeOptions o;
+  o.lazy = true;
+  auto rt = create({h200()}, {}, o);
+  CUBINRT_ASSERT_OK(rt);
+  EXPECT_EQ(fake_state().loads, 0);
+  const std::vector<KernelKey> keys = (*rt)->available();
+  ASSERT_EQ(keys.size(), 54u);
+  std::vector<std::vector<const LoadedKernel*>> seen(16);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t i = 0; i < keys.size(); ++i) {
+        const KernelKey& key = keys[(i + static_cast<size_t>(t) * 5) % keys.size()];
+        auto k = (*rt)->kernel(key);
+        seen[t].push_back(k ? *k : nullptr);
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(fake_state().loads, 54);  // each kernel loaded exactly once
+  std::set<const LoadedKernel*> distinct;
+  for (const auto& v : seen)
+    for (const LoadedKernel* k : v) {
+      ASSERT_NE(k, nullptr);
+      EXPECT_NE(k->function, nullptr);  // never half-initialised
+      distinct.insert(k);
+    }
+  EXPECT_EQ(distinct.size(), 54u);
+}
+
+TEST(FakeRuntime, SeveralDevicesEachGetTheirOwnCubins) {
+  auto d = make_fake_driver({h200(), a100(), b300()});
+  std::vector<std::unique_ptr<Runtime>> rts;
+  for (int i = 0; i < 3; ++i) {
+    RuntimeOptions o;
+    o.driver = d;
+    o.bundle = bundle();
+    o.device_ordinal = i;
+    o.lazy = true;
+    rts.push_back(std::move(*Runtime::create(o)));
+  }
+  const KernelKey key{"paged_decode", 128, Dtype::bf16, Dtype::fp8_e4m3, 16};
+  EXPECT_EQ((*rts[0]->kernel(key))->entry->arch.str(), "sm_90");
+  EXPECT_EQ((*rts[1]->kernel(key))->entry->arch.str(), "sm_80");
+  EXPECT_EQ((*rts[2]->kernel(key))->entry->arch.str(), "sm_103a");
+  // By UUID: the fake's UUIDs end in the device's tail byte.
+  RuntimeOptions o;
+  o.driver = d;
+  o.bundle = bundle();
+  o.device_uuid = "GPU-abababab-abab-abab-abab-ababababab05";
+  auto by_uuid = Runtime::create(o);
+  CUBINRT_ASSERT_OK(by_uuid);
+  EXPECT_EQ((*by_uuid)->device().name, "NVIDIA B300");
+  EXPECT_EQ((*by_uuid)->device().ordinal, 2);
+  o.device_uuid = "GPU-00000000-0000-0000-0000-000000000000";
+  auto none = Runtime::create(o);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().message, "no device has UUID GPU-00000000-0000-0000-0000-000000000000 (the driver sees 3 device(s))");
+}
+
+TEST(FakeRuntime, TeardownUnloadsEveryLibrary) {
+  {
+    auto rt = create({h200()});
+    CUBINRT_ASSERT_OK(rt);
+    EXPECT_EQ(fake_state().unloads, 0);
+  }
+  EXPECT_EQ(fake_state().unloads, 54);
+}
+
+TEST(FakeRuntime, SupportsExplainsWithoutLoading) {
+  RuntimeOptions o;
+  o.lazy = true;
+  auto rt = create({l40s()}, {}, o);
+  CUBINRT_ASSERT_OK(rt);
+  const Support yes = (*rt)->supports({"paged_decode", 256, Dtype::fp16, Dtype::fp8_e5m2, 64});
+  EXPECT_TRUE(yes.ok);
+  EXPECT_EQ(yes.reason, "device 0 'NVIDIA L40S' (sm_89) runs paged_decode.sm_89.hd256.fp16.fp8_e5m2.p64");
+  const Support no = (*rt)->supports({"paged_decode", 80, Dtype::fp16, Dtype::fp16, 16});
+  EXPECT_FALSE(no.ok);
+  EXPECT_EQ(no.reason, "NVIDIA L40S (sm_89) cannot run paged_decode head_dim=80 q=fp16 kv=fp16 page_size=16: the bundle has no kernel with head_dim=80 for any GPU");
+  EXPECT_EQ(fake_state().loads, 0);
+}
+
+}  // namespace
+}  // namespace cubinrt::test
