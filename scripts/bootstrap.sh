@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libfmt-dev libzstd-dev liblz4-dev libssl-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev
+  clang-16 libclang-rt-16-dev
 )
 
 missing=()

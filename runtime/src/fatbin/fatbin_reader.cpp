@@ -17,7 +17,8 @@ constexpr uint64_t kFlagLz4 = 0x2000, kFlagZstd = 0x8000, kFlagAccel = 0x100000,
 
 Result<std::vector<std::byte>> decompress(const ByteView& stored, uint64_t flags, uint64_t size, uint64_t entry_at) {
   auto bad = [&](std::string m) { return fail(Errc::corrupt_fatbin, fmt::format("entry at offset {}: {}", entry_at, m)); };
-  if (size > (uint64_t{1} << 31)) return bad(fmt::format("uncompressed size {} is implausible", size));
+  // No cubin comes near 256 MiB; a larger recorded size is corruption, not a reason to allocate.
+  if (size > (uint64_t{256} << 20)) return bad(fmt::format("uncompressed size {} is implausible (over 256 MiB)", size));
   std::vector<std::byte> out(size);
   if (flags & kFlagZstd) {
     const size_t n = ZSTD_decompress(out.data(), out.size(), stored.bytes().data(), stored.size());

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, build, run every test (GPU tests report
+# themselves skipped where there is no GPU), then the ASan+UBSan build of the suite and a short
+# fuzz run of every parser. CUBINRT_QUICK=1 stops after the first ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/bootstrap.sh
+export PATH=$PATH:/usr/local/cuda/bin
+jobs=$(nproc)
+t0=$(date +%s)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs"
+echo "build: $(( $(date +%s) - t0 )) s"
+ctest --test-dir build --output-on-failure -j "$jobs"
+[[ ${CUBINRT_QUICK:-0} == 1 ]] && exit 0
+
+t1=$(date +%s)
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCUBINRT_SANITIZE=ON -DCUBINRT_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -E install_and_consume
+echo "asan+ubsan: $(( $(date +%s) - t1 )) s"
+
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} ./scripts/fuzz.sh
+echo "test.sh: all passed in $(( $(date +%s) - t0 )) s"
