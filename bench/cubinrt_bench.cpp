@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -269,17 +271,27 @@ void bench_selfcheck(const std::shared_ptr<const DriverApi>& drv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // cubinrt_bench [--quick] [--bundle FILE]: --quick runs the ceilings and decode only; --bundle
+  // times the decode kernels of another bundle (kernel experiments) instead of the embedded one.
+  bool quick = false;
+  std::optional<std::filesystem::path> bundle_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") quick = true;
+    else if (a == "--bundle" && i + 1 < argc) bundle_path = argv[++i];
+    else return fmt::print(stderr, "usage: cubinrt_bench [--quick] [--bundle FILE]\n"), 2;
+  }
   auto drv = value_or_die(open_driver(), "driver");
   g_d = drv.get();
-  auto rt = value_or_die(Runtime::create({.lazy = true, .driver = drv}), "runtime");
+  auto rt = value_or_die(Runtime::create({.bundle_path = bundle_path, .lazy = true, .driver = drv}), "runtime");
   if (!rt->bind_context()) return 1;
   std::string dir = argv[0];
   dir = dir.substr(0, dir.find_last_of('/') + 1);
   const BenchKernels k = load_bench_kernels(dir + "bench_kernels.fatbin");
-  md(fmt::format("device: {}, driver CUDA {}.{}", rt->device().str(), rt->device().driver_version / 1000, rt->device().driver_version % 1000 / 10));
+  md(fmt::format("device: {}, driver CUDA {}.{}, bundle {}", rt->device().str(), rt->device().driver_version / 1000,
+                 rt->device().driver_version % 1000 / 10, rt->bundle().name()));
   const Ceilings c = measure_ceilings(k);
   md(fmt::format("| ceiling | value |\n|---|---|\n| copy bandwidth (2 GiB cuMemcpyDtoD, read + write) | {:.2f} TB/s |\n| bare launch (empty kernel, 2000 back to back) | {:.2f} us |", c.copy_tbps, c.launch_us));
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   md("\n| shape | kv | splits | kernel | time (us) | KV TB/s | / copy BW | us per launch, back to back | / bare launch |\n|---|---|---|---|---|---|---|---|---|");
   const Shape shapes[] = {
       {"B64 L8192 32q/8kv D128 p16", 64, 8192, 32, 8, 128, 16},
@@ -288,7 +300,8 @@ int main(int argc, char** argv) {
       {"B1 L128 32q/8kv D128 p16", 1, 128, 32, 8, 128, 16},
   };
   for (const Shape& s : shapes)
-    for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3}) bench_decode(*rt, k, c, s, kv);
+    for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3})
+      if (rt->supports({"paged_decode", s.d, Dtype::bf16, kv, s.page})) bench_decode(*rt, k, c, s, kv);
   if (!quick) {
     md("\n| start-up | time |\n|---|---|");
     bench_init(drv);

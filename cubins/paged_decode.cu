@@ -46,7 +46,13 @@ constexpr int kLanesPerToken = (kHeadDim / kVec) < 32 ? kHeadDim / kVec : 32;
 constexpr int kElemsPerLane = kHeadDim / kLanesPerToken;
 constexpr int kLoadsPerLane = kElemsPerLane / kVec;
 constexpr int kSlots = 32 / kLanesPerToken;                             // tokens per warp step
-constexpr int kUnroll = kElemsPerLane > 8 ? 2 : 4;                      // warp steps in flight
+#ifdef CUBINRT_UNROLL
+constexpr int kUnroll = CUBINRT_UNROLL;  // experiments only: the catalog build never sets it
+#else
+// Warp steps in flight: enough independent loads to cover memory latency. FP8 loads are 8 bytes,
+// so it takes twice the steps of 16-bit KV to keep as many bytes in flight.
+constexpr int kUnroll = kElemsPerLane > 8 ? 2 : kKvIsFp8 ? 8 : 4;
+#endif
 constexpr int kTokensPerIter = kWarps * kSlots * kUnroll;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNegBig = -1.0e30f;                                     // finite "minus infinity"
@@ -296,7 +302,13 @@ __device__ void paged_decode(const CubinrtPagedDecodeParamsV1& p) {
 #define CUBINRT_DROP_FIRST_(first, ...) __VA_ARGS__
 #define CUBINRT_LIST_(...) CUBINRT_DROP_FIRST_(__VA_ARGS__)
 
-extern "C" __global__ void __launch_bounds__(CUBINRT_PAGED_DECODE_THREADS)
+#ifdef CUBINRT_MIN_BLOCKS  // experiments only: cap registers for this many resident blocks per SM
+#define CUBINRT_BOUNDS_ __launch_bounds__(CUBINRT_PAGED_DECODE_THREADS, CUBINRT_MIN_BLOCKS)
+#else
+#define CUBINRT_BOUNDS_ __launch_bounds__(CUBINRT_PAGED_DECODE_THREADS)
+#endif
+
+extern "C" __global__ void CUBINRT_BOUNDS_
 CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_PARAM_DECL_))) {
   const CubinrtPagedDecodeParamsV1 p = {CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_PARAM_NAME_))};
   paged_decode(p);

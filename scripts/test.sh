@@ -15,7 +15,9 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 [[ ${CUBINRT_QUICK:-0} == 1 ]] && exit 0
 
 t1=$(date +%s)
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCUBINRT_SANITIZE=ON -DCUBINRT_BUILD_BENCHMARKS=OFF >/dev/null
+# The same cubins as the first build (same checkout): packed again, not compiled again.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCUBINRT_SANITIZE=ON -DCUBINRT_BUILD_BENCHMARKS=OFF \
+  -DCUBINRT_REUSE_CUBINS_FROM="$PWD/build" >/dev/null
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -E install_and_consume

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -95,10 +96,11 @@ struct Runtime::Impl {
   }
 
   Status open_device(const RuntimeOptions& o);
-  Result<LoadedKernel> load(const Slot& slot) const;
-  Result<const LoadedKernel*> get(Slot& slot) const {
+  // `verified`: the entry's cubin already verified (eager init verifies in parallel), else null.
+  Result<LoadedKernel> load(const Slot& slot, Result<VerifiedCubin>* verified) const;
+  Result<const LoadedKernel*> get(Slot& slot, Result<VerifiedCubin>* verified = nullptr) const {
     std::call_once(slot.once, [&] {
-      slot.loaded = load(slot);
+      slot.loaded = load(slot, verified);
       slot.done.store(true, std::memory_order_release);
     });
     if (!*slot.loaded) return std::unexpected(slot.loaded->error());
@@ -167,13 +169,14 @@ Status Runtime::Impl::open_device(const RuntimeOptions& o) {
   return fail(Errc::no_device, fmt::format("no device has UUID {} (the driver sees {} device(s))", o.device_uuid, count));
 }
 
-Result<LoadedKernel> Runtime::Impl::load(const Slot& slot) const {
+Result<LoadedKernel> Runtime::Impl::load(const Slot& slot, Result<VerifiedCubin>* pre) const {
   const auto t0 = std::chrono::steady_clock::now();
   const DriverApi& d = *driver;
   const ManifestEntry& e = *slot.chosen;
   const std::string what = fmt::format("{}: cubin {} kernel {}", device.str(), e.id, e.symbol);
   // Nothing reaches the driver before it is verified: sha256, ELF rules, manifest agreement, ABI.
-  auto verified = verify_entry(*bundle, e);
+  Result<VerifiedCubin> own = pre ? Result<VerifiedCubin>(std::unexpected(Error{})) : verify_entry(*bundle, e);
+  Result<VerifiedCubin>& verified = pre ? *pre : own;
   if (!verified) return std::unexpected(std::move(verified).error().context(device.str()));
   const AbiLayout* abi = CUBINRT_TRY(find_abi(e.abi_name, e.abi_version));
   if (verified->kernel->static_shared > static_cast<uint32_t>(device.shared_optin))
@@ -245,7 +248,19 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions o) {
       for (auto& [k, s] : impl->slots)
         if (s->chosen) to_load.push_back(s.get());
     }
-    for (Impl::Slot* s : to_load) CUBINRT_TRY(impl->get(*s));
+    // Verification (decompression, sha256, ELF, ABI) is CPU work: spread it over threads; the
+    // driver calls that follow stay in this thread, in bundle order.
+    std::vector<Result<VerifiedCubin>> verified(to_load.size(), std::unexpected(Error{}));
+    const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+    {
+      std::atomic<size_t> next{0};
+      std::vector<std::jthread> pool;
+      for (size_t w = 0; w < std::min(workers, to_load.size()); ++w)
+        pool.emplace_back([&] {
+          for (size_t i; (i = next.fetch_add(1)) < to_load.size();) verified[i] = verify_entry(*impl->bundle, *to_load[i]->chosen);
+        });
+    }
+    for (size_t i = 0; i < to_load.size(); ++i) CUBINRT_TRY(impl->get(*to_load[i], &verified[i]));
   }
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
 }
