@@ -79,7 +79,8 @@ TEST(SelectEntry, OtherKeysAreRejectedByTheFieldThatDiffers) {
 }
 
 TEST(ExplainUnavailable, DefaultBundleSentences) {
-  const Manifest& m = Bundle::embedded()->manifest();
+  const Bundle bundle = *Bundle::embedded();
+  const Manifest& m = bundle.manifest();
   EXPECT_EQ(explain_unavailable(m, "NVIDIA H200", A("sm_90"), {"paged_decode", 512, Dtype::bf16, Dtype::fp8_e4m3, 16}),
             "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=512 q=bf16 kv=fp8_e4m3 page_size=16: head_dim=512 is built for "
             "sm_100a and sm_103a only; use an SM100 (Blackwell) GPU or head_dim <= 256");

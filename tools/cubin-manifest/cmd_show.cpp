@@ -41,7 +41,7 @@ void print_cubin(const cubinrt::CubinInfo& c) {
     if (k.cluster[0]) fmt::print("  cluster {}{}\n", fmt::join(k.cluster, "x"), k.explicit_cluster ? " (explicit)" : "");
     fmt::print("  {} parameters, {} bytes at constant bank offset {:#x}\n", k.params.size(), k.param_bytes, k.param_base);
     std::vector<std::vector<std::string>> rows;
-    for (const auto& p : k.params) rows.push_back({std::to_string(p.ordinal), std::to_string(p.offset), std::to_string(p.size)});
+    for (const auto& p : k.params) rows.push_back({"  " + std::to_string(p.ordinal), std::to_string(p.offset), std::to_string(p.size)});
     if (!rows.empty()) fmt::print("{}", table({"  ordinal", "offset", "size"}, rows));
   }
 }
