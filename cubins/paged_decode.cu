@@ -49,9 +49,9 @@ constexpr int kSlots = 32 / kLanesPerToken;                             // token
 #ifdef CUBINRT_UNROLL
 constexpr int kUnroll = CUBINRT_UNROLL;  // experiments only: the catalog build never sets it
 #else
-// Warp steps in flight: enough independent loads to cover memory latency. FP8 loads are 8 bytes,
-// so it takes twice the steps of 16-bit KV to keep as many bytes in flight.
-constexpr int kUnroll = kElemsPerLane > 8 ? 2 : kKvIsFp8 ? 8 : 4;
+// Warp steps in flight. Measured on the H200 (docs/benchmarks.md, experiments): 4 beats 2, 8
+// and 16 for 16-bit and FP8 KV alike; more steps cost more occupancy than they hide latency.
+constexpr int kUnroll = kElemsPerLane > 8 ? 2 : 4;
 #endif
 constexpr int kTokensPerIter = kWarps * kSlots * kUnroll;
 constexpr float kLog2e = 1.4426950408889634f;

@@ -21,6 +21,12 @@ for step in "$@"; do
       ./$D/cubin-manifest selfcheck --quick 2>&1 | tee -a "$OUT/selfcheck.log"; rc=$((rc | PIPESTATUS[0])) ;;
     bench)
       CUBINRT_BENCH_MD=$OUT/bench.md ./$D/cubinrt_bench 2>&1 | tee "$OUT/bench.log"; rc=$((rc | PIPESTATUS[0])) ;;
+    experiments)  # kernel variants from bench/experiments/build.sh, timed like the default
+      for b in $D/*.bundle; do
+        [[ $(basename "$b") == hd512_sm90.bundle ]] && continue
+        echo "== experiment $(basename "$b" .bundle)"
+        ./$D/cubinrt_bench --quick --bundle "$b" 2>&1; rc=$((rc | $?))
+      done 2>&1 | tee "$OUT/experiments.log" ;;
     sdpa)
       PYTHONUNBUFFERED=1 python3 bench/sdpa_baseline.py "$OUT/sdpa.json" 2>&1 | tee "$OUT/sdpa.log"; rc=$((rc | PIPESTATUS[0])) ;;
     *) echo "unknown step $step"; rc=1 ;;
