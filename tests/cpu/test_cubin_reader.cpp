@@ -3,6 +3,7 @@
 // layouts, launch bounds, clusters and the arch variant, field by field.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -109,6 +110,27 @@ TEST(CubinReader, VariantMarks) {
   EXPECT_EQ(read_probe("sm_100a").e_flags, 0x06006402u);
   EXPECT_EQ(read_probe("sm_103a").e_flags, 0x06006702u);
   EXPECT_EQ(read_probe("sm_120").e_flags, 0x06007802u);
+}
+
+// ELF ABI v7 (CUDA <= 12.x): the SM, the virtual SM and the 'a' mark live in e_flags. nvcc 13
+// writes only v8, so v7 headers are made from a v8 probe with the layout cubin-format.md records
+// (sm_90a under 12.8: e_flags 0x005a0d5a; sm_80: 0x00500550).
+TEST(CubinReader, AbiVersion7Flags) {
+  auto v7 = [](const char* arch, uint32_t flags) {
+    auto bytes = *read_file(std::string(CUBINRT_TEST_BINARY_DIR) + "/probe/probe." + arch + ".cubin");
+    bytes[7] = std::byte{0x33};
+    bytes[8] = std::byte{7};
+    std::memcpy(bytes.data() + 48, &flags, 4);
+    return read_cubin(bytes);
+  };
+  auto a = v7("sm_90", 0x005a0d5a);
+  CUBINRT_ASSERT_OK(a);
+  EXPECT_EQ(a->abi_version, 7u);
+  EXPECT_EQ(a->arch.str(), "sm_90a");
+  auto p = v7("sm_80", 0x00500550);
+  CUBINRT_ASSERT_OK(p);
+  EXPECT_EQ(p->arch.str(), "sm_80");
+  EXPECT_EQ(p->kernel("probe_params")->params.size(), 9u);
 }
 
 }  // namespace

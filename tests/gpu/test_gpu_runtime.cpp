@@ -117,6 +117,17 @@ TEST(GpuSelfCheck, FullSelfCheckPasses) {
   EXPECT_EQ(r.steps.back().status, StepStatus::pass);
 }
 
+TEST(GpuSelfCheck, RuntimeCreationCanRunTheKnownAnswerTests) {
+  CUBINRT_REQUIRE_GPU();
+  RuntimeOptions o;
+  o.driver = gpu().driver;
+  o.required = {{64, 128}, {Dtype::bf16, Dtype::fp16}, {Dtype::fp8_e4m3, Dtype::fp8_e5m2}, {16}};
+  o.self_check = true;
+  auto rt = Runtime::create(o);
+  CUBINRT_ASSERT_OK(rt);
+  EXPECT_EQ((*rt)->loaded().size(), 8u);
+}
+
 TEST(GpuSelfCheck, WrongKvEncodingFailsItsKnownAnswer) {
   CUBINRT_REQUIRE_GPU();
   auto rt = Runtime::create({.lazy = true, .driver = gpu().driver});

@@ -38,6 +38,7 @@ struct RuntimeOptions {
   Requirements required;                           // init fails unless each of these can run here
   bool lazy = false;                               // load on first use instead of at init
   std::shared_ptr<const DriverApi> driver;         // default: libcuda.so.1 through open_driver()
+  bool self_check = false;  // after eager loading, a known-answer test of every loaded kernel (selfcheck.hpp)
 };
 
 struct DeviceInfo {

@@ -2,6 +2,7 @@
 // One implementation serves the runtime's loader and the inspector's `select`.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct Selection {
 
 // What the device would run for `key`. A candidate of another key is rejected with the field
 // that differs; of the right key, by the arch rules; the best match wins.
+// The best of these entries (all of one key) for the device, or null: the rule that both
+// select_entry and the runtime apply.
+const ManifestEntry* best_entry(std::span<const ManifestEntry* const> same_key, const Arch& device);
+
 // With explain = false only `chosen` is filled (the loader's path: no strings are made).
 Selection select_entry(const Manifest& manifest, const Arch& device, const KernelKey& key, bool explain = true);
 

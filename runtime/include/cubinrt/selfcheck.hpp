@@ -60,6 +60,9 @@ struct KnownAnswer {
 // the key's own KV dtype; another encoding makes a test that must fail).
 Result<KnownAnswer> known_answer_test(const Runtime& runtime, const KernelKey& key,
                                       std::optional<Dtype> reference_kv_as = std::nullopt);
+// Every key's known-answer test in one batch; the error names the first kernel that failed, its
+// error and its tolerance. The value is the worst error as a fraction of its tolerance.
+Result<double> check_known_answers(const Runtime& runtime, const std::vector<KernelKey>& keys);
 // Every key's known-answer test in one batch (the self-check's path).
 Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, const std::vector<KernelKey>& keys,
                                                     std::optional<Dtype> reference_kv_as = std::nullopt);

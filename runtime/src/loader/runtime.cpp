@@ -16,6 +16,7 @@
 #include "cubinrt/driver.hpp"
 #include "cubinrt/runtime.hpp"
 #include "cubinrt/select.hpp"
+#include "cubinrt/selfcheck.hpp"
 #include "cubinrt/verify.hpp"
 
 namespace cubinrt {
@@ -225,14 +226,14 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions o) {
   CUBINRT_TRY(impl->open_device(o));
 
   // One slot per catalog key in the bundle, with the entry this device would run.
-  for (const ManifestEntry& e : impl->bundle->manifest().entries) {
-    auto& slot = impl->slots[tuple_of(e.key)];
-    if (slot) continue;
-    slot = std::make_unique<Impl::Slot>();
-    slot->key = e.key;
-    const Selection sel = select_entry(impl->bundle->manifest(), impl->device.arch, e.key, /*explain=*/false);
-    slot->chosen = sel.chosen;
-    if (!sel.chosen) slot->unavailable = explain_unavailable(impl->bundle->manifest(), impl->device.name, impl->device.arch, e.key);
+  std::map<KeyTuple, std::vector<const ManifestEntry*>> by_key;
+  for (const ManifestEntry& e : impl->bundle->manifest().entries) by_key[tuple_of(e.key)].push_back(&e);
+  for (const auto& [k, entries] : by_key) {
+    auto slot = std::make_unique<Impl::Slot>();
+    slot->key = entries.front()->key;
+    slot->chosen = best_entry(entries, impl->device.arch);
+    if (!slot->chosen) slot->unavailable = explain_unavailable(impl->bundle->manifest(), impl->device.name, impl->device.arch, slot->key);
+    impl->slots.emplace(k, std::move(slot));
   }
   const std::vector<KernelKey> required = o.required.keys();
   for (const KernelKey& key : required) {
@@ -262,7 +263,14 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions o) {
     }
     for (size_t i = 0; i < to_load.size(); ++i) CUBINRT_TRY(impl->get(*to_load[i], &verified[i]));
   }
-  return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
+  auto rt = std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
+  if (o.self_check) {
+    std::vector<KernelKey> keys;
+    for (auto& [k, s] : rt->impl_->slots)
+      if (s->done.load(std::memory_order_acquire) && *s->loaded) keys.push_back(s->key);
+    CUBINRT_TRY(check_known_answers(*rt, keys));
+  }
+  return rt;
 }
 
 const DeviceInfo& Runtime::device() const { return impl_->device; }

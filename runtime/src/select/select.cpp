@@ -28,20 +28,24 @@ ArchMatch arch_match(const Arch& cubin, const Arch& device, std::string* why) {
   return cubin.variant == Arch::Variant::family ? ArchMatch::family : ArchMatch::lower_minor;
 }
 
+const ManifestEntry* best_entry(std::span<const ManifestEntry* const> same_key, const Arch& device) {
+  const ManifestEntry* best = nullptr;
+  ArchMatch best_match = ArchMatch::none;
+  for (const ManifestEntry* e : same_key) {
+    const ArchMatch m = arch_match(e->arch, device);
+    if (m != ArchMatch::none && (best == nullptr || m > best_match || (m == best_match && e->arch.minor > best->arch.minor)))
+      best = e, best_match = m;
+  }
+  return best;
+}
+
 Selection select_entry(const Manifest& manifest, const Arch& device, const KernelKey& key, bool explain) {
   Selection sel;
-  if (!explain) {
-    const ManifestEntry* best = nullptr;
-    ArchMatch best_match = ArchMatch::none;
-    for (const ManifestEntry& e : manifest.entries) {
-      if (!(e.key == key)) continue;
-      const ArchMatch m = arch_match(e.arch, device);
-      if (m != ArchMatch::none && (best == nullptr || m > best_match || (m == best_match && e.arch.minor > best->arch.minor)))
-        best = &e, best_match = m;
-    }
-    sel.chosen = best;
-    return sel;
-  }
+  std::vector<const ManifestEntry*> same_key;
+  for (const ManifestEntry& e : manifest.entries)
+    if (e.key == key) same_key.push_back(&e);
+  sel.chosen = best_entry(same_key, device);
+  if (!explain) return sel;
   for (const ManifestEntry& e : manifest.entries) {
     if (e.key.family != key.family) continue;
     Candidate c{&e, ArchMatch::none, {}};
@@ -53,22 +57,16 @@ Selection select_entry(const Manifest& manifest, const Arch& device, const Kerne
     else c.match = arch_match(e.arch, device, &c.reason);
     sel.candidates.push_back(std::move(c));
   }
-  Candidate* best = nullptr;
-  for (Candidate& c : sel.candidates)
-    if (c.match != ArchMatch::none && (best == nullptr || c.match > best->match ||
-                                       (c.match == best->match && c.entry->arch.minor > best->entry->arch.minor)))
-      best = &c;
   for (Candidate& c : sel.candidates) {
     if (c.match == ArchMatch::none) continue;
-    if (&c == best) {
+    if (c.entry == sel.chosen) {
       c.reason = c.match == ArchMatch::exact ? "chosen: exact arch match"
                  : c.match == ArchMatch::family ? "chosen: family match"
                                                 : "chosen: same major arch, lower minor";
     } else {
-      c.reason = fmt::format("runs here, but {} is a better match", best->entry->id);
+      c.reason = fmt::format("runs here, but {} is a better match", sel.chosen->id);
     }
   }
-  if (best) sel.chosen = best->entry;
   return sel;
 }
 

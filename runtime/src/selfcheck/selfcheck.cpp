@@ -58,6 +58,23 @@ Result<KnownAnswer> known_answer_test(const Runtime& runtime, const KernelKey& k
   return r.front();
 }
 
+Result<double> check_known_answers(const Runtime& runtime, const std::vector<KernelKey>& keys) {
+  const auto answers = CUBINRT_TRY(known_answer_tests(runtime, keys));
+  double worst = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const KnownAnswer& r = answers[i];
+    const ManifestEntry& e = *runtime.selected(keys[i]);
+    if (!r.passed())
+      return fail(Errc::mismatch, fmt::format("known-answer test of kernel {} ({}) on {}: relative error {:.3g} (lse {:.3g}) exceeds the "
+                                              "tolerance {:.3g} of {} output; this kernel computes wrong results here: do not serve "
+                                              "it, and report this line",
+                                              e.symbol, e.id, runtime.device().str(), r.error, r.lse_error, r.tolerance,
+                                              dtype_name(keys[i].q_dtype)));
+    worst = std::max(worst, r.error / r.tolerance);
+  }
+  return worst;
+}
+
 SelfCheckReport run_selfcheck(const SelfCheckOptions& o) {
   SelfCheckReport rep;
   const auto t_all = Clock::now();
@@ -177,23 +194,11 @@ SelfCheckReport run_selfcheck(const SelfCheckOptions& o) {
   // 7. Known answers.
   if (!o.known_answer) return finish(true);
   t = Clock::now();
-  double worst = 0;
   std::vector<KernelKey> keys;
   for (const auto& [key, k] : loaded) keys.push_back(key);
-  auto answers = known_answer_tests(*runtime, keys);
-  if (!answers) return step("known-answer", StepStatus::fail, answers.error().message, t), finish(false);
-  for (size_t i = 0; i < loaded.size(); ++i) {
-    const auto& [key, k] = loaded[i];
-    const KnownAnswer* r = &(*answers)[i];
-    if (!r->passed())
-      return step("known-answer", StepStatus::fail,
-                  fmt::format("kernel {} ({}): relative error {:.3g} (lse {:.3g}) exceeds the tolerance {:.3g} of {} output; "
-                              "this kernel computes wrong results on this device: do not serve it, report it with this line",
-                              k->entry->symbol, k->entry->id, r->error, r->lse_error, r->tolerance, dtype_name(key.q_dtype)), t),
-             finish(false);
-    worst = std::max(worst, r->error / r->tolerance);
-  }
-  step("known-answer", StepStatus::pass, fmt::format("{} kernels matched the float64 reference; worst error {:.2f} of its tolerance", loaded.size(), worst), t);
+  auto worst = check_known_answers(*runtime, keys);
+  if (!worst) return step("known-answer", StepStatus::fail, worst.error().message, t), finish(false);
+  step("known-answer", StepStatus::pass, fmt::format("{} kernels matched the float64 reference; worst error {:.2f} of its tolerance", loaded.size(), *worst), t);
   return finish(true);
 }
 
