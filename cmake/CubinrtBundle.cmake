@@ -113,4 +113,5 @@ function(cubinrt_add_bundle target)
     COMMENT "pack ${target}: ${count} cubins"
     VERBATIM)
   add_custom_target(${target} ALL DEPENDS "${ARG_OUTPUT}")
+  set(${target}_CUBIN_DIR "${cubin_dir}" PARENT_SCOPE)
 endfunction()
