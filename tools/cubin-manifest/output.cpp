@@ -59,23 +59,6 @@ std::string human_bytes(uint64_t n) {
   return fmt::format("{} B", n);
 }
 
-nlohmann::ordered_json entry_json(const cubinrt::ManifestEntry& e) {
-  using cubinrt::dtype_name;
-  return {{"id", e.id},
-          {"arch", e.arch.str()},
-          {"head_dim", e.key.head_dim},
-          {"q_dtype", dtype_name(e.key.q_dtype)},
-          {"kv_dtype", dtype_name(e.key.kv_dtype)},
-          {"page_size", e.key.page_size},
-          {"symbol", e.symbol},
-          {"abi", fmt::format("{} v{}", e.abi_name, e.abi_version)},
-          {"size", e.size},
-          {"compressed_size", e.compressed_size},
-          {"sha256", e.sha256},
-          {"registers", e.registers},
-          {"static_shared", e.static_shared},
-          {"max_threads", e.max_threads},
-          {"min_driver_version", e.min_driver_version}};
-}
+nlohmann::ordered_json entry_json(const cubinrt::ManifestEntry& e) { return nlohmann::ordered_json::parse(cubinrt::to_json(e)); }
 
 }  // namespace cli

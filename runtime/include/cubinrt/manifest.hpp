@@ -31,6 +31,9 @@ struct ManifestEntry {
   uint32_t max_threads = 0;
 };
 
+// One entry as the manifest writes it (a JSON object), for tools that print entries.
+std::string to_json(const ManifestEntry& entry);
+
 struct Manifest {
   uint32_t version = kManifestVersion;
   std::string generator;  // "cubinrt 0.1.0"

@@ -62,6 +62,8 @@ Result<ManifestEntry> parse_entry(const ordered_json& j) {
 
 }  // namespace
 
+std::string to_json(const ManifestEntry& entry) { return entry_json(entry).dump(); }
+
 std::string Manifest::to_json() const {
   ordered_json entries_json = ordered_json::array();
   for (const ManifestEntry& e : entries) entries_json.push_back(entry_json(e));
