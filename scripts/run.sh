@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
 export PATH=$PATH:/usr/local/cuda/bin
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build
+cmake --build build --target cubin-manifest
 M=build/tools/cubin-manifest
 echo; echo "== cubin-manifest list (sm_90 entries; 'list' alone shows all)"; $M list --arch sm_90
 echo; echo "== cubin-manifest verify"; $M verify

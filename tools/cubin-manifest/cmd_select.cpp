@@ -31,7 +31,7 @@ void add_select(CLI::App& app, Global& g) {
     const cubinrt::Arch device = cubinrt::Arch::from_sm(arch->sm());
     const cubinrt::KernelKey key{"paged_decode", o->head_dim, *q, *kv, o->page_size};
     const auto sel = cubinrt::select_entry((*b)->manifest(), device, key);
-    const std::string device_name = o->name.empty() ? fmt::format("a {} device", device.str()) : o->name;
+    const std::string device_name = o->name.empty() ? std::string("the device") : o->name;
     const std::string why_not = sel.chosen ? "" : cubinrt::explain_unavailable((*b)->manifest(), device_name, device, key);
     exit_code = sel.chosen ? kOk : kFailed;
     if (g.json) {
