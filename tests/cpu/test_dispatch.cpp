@@ -85,9 +85,9 @@ TEST_F(Dispatch, LaunchHandsTheDriverTheAbiStruct) {
   EXPECT_EQ(p.num_splits, plan->num_splits());
   EXPECT_EQ(p.num_splits * p.pages_per_split >= 64, true);
   // 3 x 8 = 24 blocks on 132 SMs at 4 blocks each would want 22 splits; 1024 tokens allow at most
-  // 16 (64 tokens each): 16 splits of 4 pages.
-  EXPECT_EQ(plan->num_splits(), 16);
-  EXPECT_EQ(p.pages_per_split, 4);
+  // 4 (256 tokens each): 4 splits of 16 pages.
+  EXPECT_EQ(plan->num_splits(), 4);
+  EXPECT_EQ(p.pages_per_split, 16);
   EXPECT_GT(plan->workspace_bytes(), 0u);
 }
 
