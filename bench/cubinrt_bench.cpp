@@ -152,7 +152,7 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
   check(g_d->cuMemAlloc(&vc, kv_bytes_each), "cuMemAlloc");
   check(g_d->cuMemAlloc(&out, q_elems * 2), "cuMemAlloc");
   fill(k, q, q_elems, 16, Dtype::bf16, 7);
-  fill(k, kc, fp8 ? kv_elems : kv_elems, fp8 ? 8 : 16, kv, 8);
+  fill(k, kc, kv_elems, fp8 ? 8 : 16, kv, 8);
   fill(k, vc, kv_elems, fp8 ? 8 : 16, kv, 9);
   // Shuffled pages, every sequence at full length.
   std::vector<int32_t> pages(static_cast<size_t>(num_pages));
