@@ -35,26 +35,23 @@ void expect_probe_entries(const std::vector<FatbinEntry>& entries, std::string_v
   EXPECT_EQ(cubins, (std::vector<std::string>{"sm_80", "sm_90a"}));
 }
 
-TEST(Fatbin, Plain) {
-  auto e = read_fatbin(file("probe.none.fatbin"));
+struct Container {
+  const char* file;
+  const char* compression;
+};
+class FatbinKinds : public ::testing::TestWithParam<Container> {};
+
+TEST_P(FatbinKinds, HoldTheProbeCubins) {
+  auto e = read_fatbin(file(GetParam().file));
   CUBINRT_ASSERT_OK(e);
-  expect_probe_entries(*e, "none");
+  expect_probe_entries(*e, GetParam().compression);
 }
-TEST(Fatbin, Lz4) {
-  auto e = read_fatbin(file("probe.speed.fatbin"));
-  CUBINRT_ASSERT_OK(e);
-  expect_probe_entries(*e, "lz4");
-}
-TEST(Fatbin, Zstd) {
-  auto e = read_fatbin(file("probe.size.fatbin"));
-  CUBINRT_ASSERT_OK(e);
-  expect_probe_entries(*e, "zstd");
-}
-TEST(Fatbin, InsideHostObject) {
-  auto e = read_fatbin(file("probe.host.o"));
-  CUBINRT_ASSERT_OK(e);
-  expect_probe_entries(*e, "none");
-}
+
+INSTANTIATE_TEST_SUITE_P(Containers, FatbinKinds,
+                         ::testing::Values(Container{"probe.none.fatbin", "none"}, Container{"probe.speed.fatbin", "lz4"},
+                                           Container{"probe.size.fatbin", "zstd"}, Container{"probe.host.o", "none"}),
+                         [](const auto& p) { return std::string(p.param.compression) + (std::string(p.param.file).ends_with(".o") ? "_host_object" : ""); });
+
 TEST(Fatbin, CorruptionIsReported) {
   auto b = file("probe.size.fatbin");
   std::vector<std::byte> cut(b.begin(), b.begin() + static_cast<ptrdiff_t>(b.size() / 2));
