@@ -26,6 +26,7 @@ for step in "$@"; do
         [[ $(basename "$b") == hd512_sm90.bundle ]] && continue
         echo "== experiment $(basename "$b" .bundle)"
         ./$D/cubinrt_bench --quick --bundle "$b" 2>&1; rc=$((rc | $?))
+        CUBINRT_TEST_BUNDLE=$b ./$D/cubinrt_gpu_tests --gtest_filter='GpuDecode.EverySelected*' 2>&1 | grep -E "^\||OK|FAILED"; rc=$((rc | PIPESTATUS[0]))
       done 2>&1 | tee "$OUT/experiments.log" ;;
     sdpa)
       PYTHONUNBUFFERED=1 python3 bench/sdpa_baseline.py "$OUT/sdpa.json" 2>&1 | tee "$OUT/sdpa.log"; rc=$((rc | PIPESTATUS[0])) ;;

@@ -22,6 +22,8 @@ std::shared_ptr<Runtime> default_runtime() {
     RuntimeOptions o;
     o.driver = gpu().driver;
     o.lazy = true;
+    // CUBINRT_TEST_BUNDLE: check another bundle's kernels (bench/experiments) the same way.
+    if (const char* b = std::getenv("CUBINRT_TEST_BUNDLE"); b && *b) o.bundle_path = b;
     auto r = Runtime::create(o);
     return r ? std::shared_ptr<Runtime>(std::move(*r)) : nullptr;
   }();
