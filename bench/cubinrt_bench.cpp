@@ -288,8 +288,8 @@ int main(int argc, char** argv) {
   std::string dir = argv[0];
   dir = dir.substr(0, dir.find_last_of('/') + 1);
   const BenchKernels k = load_bench_kernels(dir + "bench_kernels.fatbin");
-  md(fmt::format("device: {}, driver CUDA {}.{}, bundle {}", rt->device().str(), rt->device().driver_version / 1000,
-                 rt->device().driver_version % 1000 / 10, rt->bundle().name()));
+  md(fmt::format("device: {}, driver CUDA {}, bundle {}", rt->device().str(), cuda_version_text(rt->device().driver_version),
+                 rt->bundle().name()));
   const Ceilings c = measure_ceilings(k);
   md(fmt::format("| ceiling | value |\n|---|---|\n| copy bandwidth (2 GiB cuMemcpyDtoD, read + write) | {:.2f} TB/s |\n| bare launch (empty kernel, 2000 back to back) | {:.2f} us |", c.copy_tbps, c.launch_us));
   md("\n| shape | kv | splits | kernel | time (us) | KV TB/s | / copy BW | us per launch, back to back | / bare launch |\n|---|---|---|---|---|---|---|---|---|");

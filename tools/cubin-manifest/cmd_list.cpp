@@ -56,8 +56,8 @@ void add_list(CLI::App& app, Global& g) {
     }
     if (g.json) return print_json({{"bundle", (*b)->name()}, {"entries", j}});
     fmt::print("{}", table({"arch", "head_dim", "q", "kv", "page", "kernel", "size", "regs", "smem"}, rows));
-    fmt::print("{} entries in {} ({}, toolkit: {}, minimum driver CUDA {}.{})\n", rows.size(), (*b)->name(), human_bytes((*b)->size()),
-               m.toolkit, m.min_driver_version / 1000, m.min_driver_version % 1000 / 10);
+    fmt::print("{} entries in {} ({}, toolkit: {}, minimum driver CUDA {})\n", rows.size(), (*b)->name(), human_bytes((*b)->size()),
+               m.toolkit, cubinrt::cuda_version_text(m.min_driver_version));
   });
 }
 

@@ -92,9 +92,9 @@ void add_show(CLI::App& app, Global& g) {
     auto c = cubinrt::read_cubin(*bytes);
     if (!c) return void(exit_code = report_error(g, c.error()));
     if (g.json) return print_json({{"entry", entry_json(*e)}, {"cubin", cubin_json(*c)}});
-    fmt::print("entry {} of {}\n  {} {} (ABI {} v{}), {} bytes ({} compressed), sha256 {}\n  minimum driver CUDA {}.{}\n", bold(e->id),
+    fmt::print("entry {} of {}\n  {} {} (ABI {} v{}), {} bytes ({} compressed), sha256 {}\n  minimum driver CUDA {}\n", bold(e->id),
                (*b)->name(), e->key.family, e->key.str(), e->abi_name, e->abi_version, e->size, e->compressed_size, e->sha256,
-               e->min_driver_version / 1000, e->min_driver_version % 1000 / 10);
+               cubinrt::cuda_version_text(e->min_driver_version));
     print_cubin(*c);
   });
 }

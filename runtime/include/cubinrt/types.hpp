@@ -30,6 +30,9 @@ std::string_view dtype_name(Dtype d);
 Result<Dtype> parse_dtype(std::string_view text);
 uint32_t dtype_bits(Dtype d);
 
+// A CUDA API version as the driver reports it (13000) in its usual form ("13.0").
+std::string cuda_version_text(int version);
+
 // What an engine asks for; one catalog variant serves one key per architecture.
 struct KernelKey {
   std::string family = "paged_decode";

@@ -54,6 +54,8 @@ uint32_t dtype_bits(Dtype d) {
   return 0;
 }
 
+std::string cuda_version_text(int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); }
+
 std::string KernelKey::str() const {
   return fmt::format("head_dim={} q={} kv={} page_size={}", head_dim, dtype_name(q_dtype), dtype_name(kv_dtype), page_size);
 }

@@ -66,8 +66,8 @@ Result<std::shared_ptr<const DriverApi>> open_driver(const char* library) {
     CUdriverProcAddressQueryResult found{};                                                                  \
     const CUresult r = get(#name, &fn, kDriverApiVersion, CU_GET_PROC_ADDRESS_DEFAULT, &found);              \
     if (r != CUDA_SUCCESS || fn == nullptr || found != CU_GET_PROC_ADDRESS_SUCCESS)                          \
-      return fail(Errc::no_driver, fmt::format("{}: entry point {} (CUDA {}.{} API) is missing (status {}, {})", library, #name, \
-                                               kDriverApiVersion / 1000, kDriverApiVersion % 1000 / 10, static_cast<int>(r), \
+      return fail(Errc::no_driver, fmt::format("{}: entry point {} (CUDA {} API) is missing (status {}, {})", library, #name, \
+                                               cuda_version_text(kDriverApiVersion), static_cast<int>(r), \
                                                found == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT ? "driver too old" : "not found")); \
     api->name = reinterpret_cast<decltype(api->name)>(fn);                                                   \
   }

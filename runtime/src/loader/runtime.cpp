@@ -26,8 +26,6 @@ namespace {
 using KeyTuple = std::tuple<std::string, uint32_t, Dtype, Dtype, uint32_t>;
 KeyTuple tuple_of(const KernelKey& k) { return {k.family, k.head_dim, k.q_dtype, k.kv_dtype, k.page_size}; }
 
-std::string version_text(int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); }
-
 std::string uuid_text(const CUuuid& u) {
   const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
   return fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}", b[0], b[1],
@@ -75,7 +73,6 @@ struct Runtime::Impl {
   struct Slot {
     KernelKey key;
     const ManifestEntry* chosen = nullptr;
-    std::string unavailable;  // why not, when chosen is null
     std::once_flag once;
     std::optional<Result<LoadedKernel>> loaded;
     std::atomic<bool> done{false};  // loaded is set and may be read without the once_flag
@@ -111,8 +108,8 @@ struct Runtime::Impl {
     const auto it = slots.find(tuple_of(key));
     return it == slots.end() ? nullptr : it->second.get();
   }
+  // Made only when asked for: start-up pays nothing for the keys this device cannot run.
   std::string unavailable_reason(const KernelKey& key) const {
-    if (const Slot* s = find(key); s && !s->chosen) return s->unavailable;
     return explain_unavailable(bundle->manifest(), device.name, device.arch, key);
   }
 };
@@ -129,8 +126,8 @@ Status Runtime::Impl::open_device(const RuntimeOptions& o) {
   if (device.driver_version < needed)
     return fail(Errc::driver_too_old, fmt::format("the CUDA driver supports CUDA {} (cuDriverGetVersion {}), but bundle {} needs CUDA {} ({}): "
                                                   "install an NVIDIA driver for CUDA {} or newer",
-                                                  version_text(device.driver_version), device.driver_version, bundle->name(),
-                                                  version_text(needed), needed, version_text(needed)));
+                                                  cuda_version_text(device.driver_version), device.driver_version, bundle->name(),
+                                                  cuda_version_text(needed), needed, cuda_version_text(needed)));
   int count = 0;
   CUBINRT_TRY(d.check(d.cuDeviceGetCount(&count), "cuDeviceGetCount", who));
   if (count == 0) return fail(Errc::no_device, fmt::format("{}: no CUDA device is present", who));
@@ -232,7 +229,6 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions o) {
     auto slot = std::make_unique<Impl::Slot>();
     slot->key = entries.front()->key;
     slot->chosen = best_entry(entries, impl->device.arch);
-    if (!slot->chosen) slot->unavailable = explain_unavailable(impl->bundle->manifest(), impl->device.name, impl->device.arch, slot->key);
     impl->slots.emplace(k, std::move(slot));
   }
   const std::vector<KernelKey> required = o.required.keys();
@@ -266,8 +262,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions o) {
   auto rt = std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
   if (o.self_check) {
     std::vector<KernelKey> keys;
-    for (auto& [k, s] : rt->impl_->slots)
-      if (s->done.load(std::memory_order_acquire) && *s->loaded) keys.push_back(s->key);
+    for (const LoadedKernel* k : rt->loaded()) keys.push_back(k->entry->key);
     CUBINRT_TRY(check_known_answers(*rt, keys));
   }
   return rt;

@@ -120,12 +120,12 @@ SelfCheckReport run_selfcheck(const SelfCheckOptions& o) {
     step("driver", StepStatus::skipped, fmt::format("no GPU: {}", no_gpu_reason), t);
   } else if (driver_version < needed) {
     return step("driver", StepStatus::fail,
-                fmt::format("driver supports CUDA {}.{}, the bundle needs CUDA {}.{}: install an NVIDIA driver for CUDA {}.{} or newer",
-                            driver_version / 1000, driver_version % 1000 / 10, needed / 1000, needed % 1000 / 10, needed / 1000, needed % 1000 / 10), t),
+                fmt::format("driver supports CUDA {}, the bundle needs CUDA {}: install an NVIDIA driver for CUDA {} or newer",
+                            cuda_version_text(driver_version), cuda_version_text(needed), cuda_version_text(needed)), t),
            finish(false);
   } else {
-    step("driver", StepStatus::pass, fmt::format("{}: CUDA {}.{} (bundle needs {}.{})", driver->origin, driver_version / 1000,
-                                                 driver_version % 1000 / 10, needed / 1000, needed % 1000 / 10), t);
+    step("driver", StepStatus::pass, fmt::format("{}: CUDA {} (bundle needs {})", driver->origin, cuda_version_text(driver_version),
+                                                 cuda_version_text(needed)), t);
   }
 
   // 3. The device, and which cubins it selects (without a GPU: every cubin is checked).
