@@ -137,6 +137,7 @@ Ceilings measure_ceilings(const BenchKernels& k) {
 struct Shape {
   const char* name;
   uint32_t batch, len, hq, hk, d, page;
+  uint32_t splits = 0;  // 0: the planner's choice; else forced, to check that choice
 };
 
 void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, const Shape& s, Dtype kv) {
@@ -166,7 +167,7 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
 
   DecodeShape shape{.batch = s.batch, .num_q_heads = s.hq, .num_kv_heads = s.hk, .head_dim = s.d, .q_dtype = Dtype::bf16,
                     .kv_storage = fp8 ? Dtype::uint8 : kv, .kv_declared = fp8 ? std::optional<Dtype>(kv) : std::nullopt,
-                    .page_size = s.page, .layout = KvLayout::nhd, .block_table_stride = pages_per_seq};
+                    .page_size = s.page, .layout = KvLayout::nhd, .block_table_stride = pages_per_seq, .num_splits = static_cast<int>(s.splits)};
   const DecodePlan plan = value_or_die(DecodePlan::create(rt, shape), "plan");
   if (plan.workspace_bytes()) {
     check(g_d->cuMemAlloc(&ws, plan.workspace_bytes()), "cuMemAlloc");
@@ -298,6 +299,12 @@ int main(int argc, char** argv) {
       {"B64 L8192 16q/8kv D256 p16", 64, 8192, 16, 8, 256, 16},
       {"B1 L32768 32q/8kv D128 p16", 1, 32768, 32, 8, 128, 16},
       {"B1 L128 32q/8kv D128 p16", 1, 128, 32, 8, 128, 16},
+      // The planner's split choice against its neighbours (forced).
+      {"B64 L8192 32q/8kv D128 p16, forced", 64, 8192, 32, 8, 128, 16, 1},
+      {"B64 L8192 32q/8kv D128 p16, forced", 64, 8192, 32, 8, 128, 16, 2},
+      {"B64 L8192 32q/8kv D128 p16, forced", 64, 8192, 32, 8, 128, 16, 3},
+      {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 32},
+      {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 128},
   };
   for (const Shape& s : shapes)
     for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3})

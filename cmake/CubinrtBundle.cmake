@@ -49,6 +49,10 @@ function(cubinrt_add_bundle target)
     string(JSON source GET "${catalog}" families ${f} source)
     string(JSON symbol_pattern GET "${catalog}" families ${f} symbol)
     set(source "${PROJECT_SOURCE_DIR}/${source}")
+    # The headers beside the source (its main loops) are part of every variant too.
+    get_filename_component(source_name "${source}" NAME_WE)
+    get_filename_component(source_dir "${source}" DIRECTORY)
+    file(GLOB source_headers CONFIGURE_DEPENDS "${source_dir}/${source_name}/*.cuh")
     string(JSON ngroups LENGTH "${catalog}" families ${f} groups)
     math(EXPR lastgroup "${ngroups} - 1")
     foreach(g RANGE ${lastgroup})
@@ -88,7 +92,7 @@ function(cubinrt_add_bundle target)
                           -DCUBINRT_PAGE_SIZE=${ps}
                           -DCUBINRT_KERNEL=${sym}
                           "${source}" -o "${out}"
-                  DEPENDS "${source}" "${PROJECT_SOURCE_DIR}/runtime/include/cubinrt/abi/paged_decode_v1.h"
+                  DEPENDS "${source}" ${source_headers} "${PROJECT_SOURCE_DIR}/runtime/include/cubinrt/abi/paged_decode_v1.h"
                   COMMENT "nvcc ${id}"
                   VERBATIM)
               endforeach()

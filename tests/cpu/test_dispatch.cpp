@@ -152,6 +152,20 @@ TEST_F(Dispatch, LargeGroupsAreSplitIntoHeadChunks) {
   EXPECT_EQ(plan->workspace_bytes(), 0u);
 }
 
+TEST_F(Dispatch, SplitsFillWholeWaves) {
+  // 48 x 8 = 384 blocks on 132 SMs x 4 = 528 slots: 1, 2 or 3 splits leave the last wave 27%
+  // idle; 4 splits make 1536 blocks, 97% of 3 waves.
+  shape.batch = 48;
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->num_splits(), 4);
+  // 64 x 8 = 512 blocks fill 97% of one wave unsplit.
+  shape.batch = 64;
+  plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->num_splits(), 1);
+}
+
 TEST_F(Dispatch, DriverLaunchErrorIsReported) {
   auto plan = DecodePlan::create(*rt, shape);
   CUBINRT_ASSERT_OK(plan);

@@ -1,0 +1,68 @@
+// What both main loops of the paged decode kernel share: the variant's constants, the element
+// types and the block's share of the work. Included by paged_decode.cu only.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "cubinrt/abi/paged_decode_v1.h"
+
+#ifndef CUBINRT_HEAD_DIM
+#error "CUBINRT_HEAD_DIM is not defined: the build defines the variant"
+#endif
+
+namespace paged_decode {
+
+constexpr int kHeadDim = CUBINRT_HEAD_DIM;
+constexpr int kPageSize = CUBINRT_PAGE_SIZE;
+constexpr int kQDtype = CUBINRT_Q_DTYPE;
+constexpr int kKvDtype = CUBINRT_KV_DTYPE;
+constexpr int kThreads = CUBINRT_PAGED_DECODE_THREADS;
+constexpr int kWarps = kThreads / 32;
+constexpr int kGroup = CUBINRT_PAGED_DECODE_MAX_GROUP;
+
+constexpr bool kKvIsFp8 = kKvDtype >= 3;
+constexpr int kKvBytes = kKvIsFp8 ? 1 : 2;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kNegBig = -1.0e30f;  // finite "minus infinity": exp2 of differences stays 0, not NaN
+
+static_assert((kPageSize & (kPageSize - 1)) == 0 && kPageSize >= 16, "page size must be a power of two >= 16");
+
+using QType = typename std::conditional<kQDtype == 2, __nv_bfloat16, __half>::type;
+
+__device__ __forceinline__ float q_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float q_to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ void float_to_q(float x, __nv_bfloat16* dst) { *dst = __float2bfloat16(x); }
+__device__ __forceinline__ void float_to_q(float x, __half* dst) { *dst = __float2half(x); }
+
+// Two FP8 codes (the low byte first) as two halves. Half holds every e4m3 and e5m2 value
+// exactly, so this is the encoding's exact value; one cvt instruction on sm_89 and later.
+__device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t two_codes) {
+  constexpr __nv_fp8_interpretation_t kind = kKvDtype == 3 ? __NV_E4M3 : __NV_E5M2;
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two_codes & 0xffff), kind);
+  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+}
+
+// One block's share: a sequence, a kv head, up to kGroup of its q heads, one KV split.
+struct BlockWork {
+  int b;        // sequence
+  int kvh;      // kv head
+  int head0;    // first q head of the chunk
+  int heads;    // q heads in the chunk (1..kGroup)
+  int t_begin;  // token range of this split
+  int t_end;
+  int warp;
+  int lane;
+};
+
+// Each main loop leaves, per warp and q head, the unnormalised output (V scale applied) and the
+// running max and sum of its tokens (log2 units) here; the block then merges the warps.
+struct WarpPartials {
+  float acc[kWarps][kGroup][kHeadDim];
+  float ml[kWarps][kGroup][2];
+};
+
+}  // namespace paged_decode
