@@ -109,13 +109,8 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
 #define CUBINRT_DROP_FIRST_(first, ...) __VA_ARGS__
 #define CUBINRT_LIST_(...) CUBINRT_DROP_FIRST_(__VA_ARGS__)
 
-#ifdef CUBINRT_MIN_BLOCKS  // experiments only: cap registers for this many resident blocks per SM
-#define CUBINRT_BOUNDS_ __launch_bounds__(CUBINRT_PAGED_DECODE_THREADS, CUBINRT_MIN_BLOCKS)
-#else
-#define CUBINRT_BOUNDS_ __launch_bounds__(CUBINRT_PAGED_DECODE_THREADS)
-#endif
-
-extern "C" __global__ void CUBINRT_BOUNDS_
+// The loop says how many blocks per SM to fit registers for (its measured best).
+extern "C" __global__ void __launch_bounds__(CUBINRT_PAGED_DECODE_THREADS, loop::kMinBlocks)
 CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_PARAM_DECL_))) {
   const CubinrtPagedDecodeParamsV1 p = {CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_PARAM_NAME_))};
   paged_decode_block(p);

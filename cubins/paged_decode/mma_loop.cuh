@@ -32,11 +32,22 @@ using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, uint2>::type;
 #define CUBINRT_MMA_PREFETCH 0
 #endif
 
+// 8-token n-tiles per warp step, and resident blocks per SM asked of ptxas, per variant, as
+// measured on the H200 (docs/benchmarks.md, run 9): bytes in flight against occupancy.
+//   16-bit KV: D128 2 tiles (8 KB of K+V a warp step) at 4 blocks (128 registers): 504 us against
+//              560 us uncapped; D256 4 tiles (32 KB, 255 registers): 1076 us against 1206 us at 1.
+//   FP8 KV:    2 tiles at D128 (4 KB, 111 registers, 4 blocks): 321 us against 378 us at 4 tiles
+//              (3 blocks); D256 2 tiles: 646 us against 697 at 4.
+// head_dim 64 (not measured) keeps 8 KB a step.
 #ifdef CUBINRT_MMA_TILES  // experiments only: the catalog build never sets it
 constexpr int kTiles = CUBINRT_MMA_TILES;
 #else
-// 8-token n-tiles per warp step: 8 KB of K and V in flight per warp whatever the dtype.
-constexpr int kTiles = 512 / (kHeadDim * kKvBytes) > 0 ? 512 / (kHeadDim * kKvBytes) : 1;
+constexpr int kTiles = kHeadDim == 64 ? (kKvIsFp8 ? 8 : 4) : kHeadDim == 128 ? 2 : (kKvIsFp8 ? 2 : 4);
+#endif
+#ifdef CUBINRT_MIN_BLOCKS  // experiments only
+constexpr int kMinBlocks = CUBINRT_MIN_BLOCKS;
+#else
+constexpr int kMinBlocks = kHeadDim == 128 && !kKvIsFp8 ? 4 : 1;
 #endif
 constexpr int kStep = 8 * kTiles;                       // tokens per warp step
 constexpr int kGroupTokens = kStep < 16 ? kStep : 16;   // tokens that share a page lookup
@@ -55,12 +66,32 @@ __device__ __forceinline__ int v_word_dim(int w, int g) { return ((w / (kVElems 
 // Token (within the step) of the u-th V row lane t holds: the k index of the P.V fragment.
 __device__ __forceinline__ int v_token(int u, int t) { return 16 * (u / 4) + 2 * t + (u & 1) + ((u >> 1) & 1) * 8; }
 
+#ifndef CUBINRT_FP8_BITS  // experiments only: 1 widens FP8 by placing bits instead of cvt
+#define CUBINRT_FP8_BITS 0
+#endif
+// What the bit placement leaves out: e4m3's exponent bias is 8 less than half's, so the half
+// holds value / 2^8 (exact, subnormals included); the scores and V are scaled back in float.
+constexpr float kFp8Unit = CUBINRT_FP8_BITS && kKvDtype == 3 ? 256.f : 1.f;
+
+// Two FP8 codes of x (bytes `sel` picks) as a half pair: e5m2 is a half's top byte; e4m3 moves
+// its exponent and mantissa one bit down under the sign.
+__device__ __forceinline__ uint32_t fp8x2_bits(uint32_t x, uint32_t sel) {
+  const uint32_t y = __byte_perm(x, 0u, sel);
+  if constexpr (kKvDtype == 4) return y;
+  else return (y & 0x80008000u) | ((y & 0x7fff7fffu) >> 1);
+}
+
+__device__ __forceinline__ void widen_fp8(uint32_t x, uint32_t* w) {
+  if constexpr (CUBINRT_FP8_BITS) { w[0] = fp8x2_bits(x, 0x1404u); w[1] = fp8x2_bits(x, 0x3424u); }
+  else { w[0] = fp8x2_to_half2(x); w[1] = fp8x2_to_half2(x >> 16); }
+}
+
 // One load as mma words (two elements each, the lower dim in the low half).
 __device__ __forceinline__ void to_words(const uint4& r, uint32_t* w) {
   const uint32_t x[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    if constexpr (kKvIsFp8) { w[2 * i] = fp8x2_to_half2(x[i]); w[2 * i + 1] = fp8x2_to_half2(x[i] >> 16); }
+    if constexpr (kKvIsFp8) widen_fp8(x[i], w + 2 * i);
     else w[i] = x[i];
   }
 }
@@ -68,7 +99,7 @@ __device__ __forceinline__ void to_words(const uint2& r, uint32_t* w) {
   const uint32_t x[2] = {r.x, r.y};
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    if constexpr (kKvIsFp8) { w[2 * i] = fp8x2_to_half2(x[i]); w[2 * i + 1] = fp8x2_to_half2(x[i] >> 16); }
+    if constexpr (kKvIsFp8) widen_fp8(x[i], w + 2 * i);
     else w[i] = x[i];
   }
 }
@@ -169,7 +200,8 @@ __device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV1& p, c
 __device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, WarpPartials& out) {
   const int g = w.lane >> 2, t = w.lane & 3;
   uint32_t qa[kKTiles][2];
-  const float sscale = load_q(p, w, g, t, qa) * p.softmax_scale * kLog2e * p.k_scale;
+  const float sscale = load_q(p, w, g, t, qa) * p.softmax_scale * kLog2e * p.k_scale * kFp8Unit;
+  const float vscale = p.v_scale * kFp8Unit;
 
   float acc[kKTiles][4];  // O^T tile i: (dim lo, head 2t), (lo, 2t+1), (hi, 2t), (hi, 2t+1)
 #pragma unroll
@@ -269,10 +301,10 @@ __device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV1& p
 #pragma unroll
     for (int i = 0; i < kKTiles; ++i) {
       const int d = v_word_dim(i, g);
-      out.acc[w.warp][2 * t][d] = acc[i][0] * p.v_scale;
-      out.acc[w.warp][2 * t + 1][d] = acc[i][1] * p.v_scale;
-      out.acc[w.warp][2 * t][d + 1] = acc[i][2] * p.v_scale;
-      out.acc[w.warp][2 * t + 1][d + 1] = acc[i][3] * p.v_scale;
+      out.acc[w.warp][2 * t][d] = acc[i][0] * vscale;
+      out.acc[w.warp][2 * t + 1][d] = acc[i][1] * vscale;
+      out.acc[w.warp][2 * t][d + 1] = acc[i][2] * vscale;
+      out.acc[w.warp][2 * t + 1][d + 1] = acc[i][3] * vscale;
     }
   }
   if (t == 0 && g < kGroup) { out.ml[w.warp][g][0] = m; out.ml[w.warp][g][1] = l; }

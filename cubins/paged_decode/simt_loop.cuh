@@ -17,6 +17,11 @@ constexpr int kSlots = 32 / kLanesPerToken;  // tokens per warp step
 // Warp steps in flight; measured on the H200 (docs/benchmarks.md): 4 beat 2, 8 and 16.
 constexpr int kUnroll = kElemsPerLane > 8 ? 2 : 4;
 constexpr int kTokensPerIter = kWarps * kSlots * kUnroll;
+#ifdef CUBINRT_MIN_BLOCKS  // experiments only
+constexpr int kMinBlocks = CUBINRT_MIN_BLOCKS;
+#else
+constexpr int kMinBlocks = 1;
+#endif
 
 static_assert(kHeadDim % (kVec * kLanesPerToken) == 0, "head_dim must tile the warp");
 static_assert(kGroup == 4 && kLanesPerToken >= 4, "the transposing reduction is written for 4 heads");
