@@ -26,6 +26,91 @@ namespace loop = paged_decode::simt;
 namespace {
 using namespace paged_decode;
 
+// What the last split of a (sequence, head chunk) needs to merge the splits: per head, the
+// largest split LSE, the sum of the splits' weights, and one chunk of the weights themselves.
+constexpr int kMergeChunk = 256;
+struct MergeScratch {
+  float weight[kGroup][kMergeChunk];
+  float max[kGroup];
+  float sum[kGroup];
+};
+
+// The block's shared memory: the main loop's staging ring, then the warps' partials, then the
+// merge scratch, each used only after every thread is done with the one before.
+union BlockShared {
+  loop::Staging stage;
+  WarpPartials partials;
+  MergeScratch merge;
+};
+
+// The split-KV workspace: every split's normalised output [batch, num_q_heads, splits, D], then
+// every split's LSE in log2 units [batch, num_q_heads, splits] (the host sizes it; only the
+// kernel reads it, so its layout is the kernel's own).
+__device__ __forceinline__ float* split_out(const CubinrtPagedDecodeParamsV1& p, int b, int qh) {
+  return p.partial + (static_cast<int64_t>(b) * p.num_q_heads + qh) * p.num_splits * kHeadDim;
+}
+__device__ __forceinline__ float* split_lse(const CubinrtPagedDecodeParamsV1& p, int b, int qh) {
+  return p.partial + static_cast<int64_t>(p.batch) * p.num_q_heads * p.num_splits * kHeadDim +
+         (static_cast<int64_t>(b) * p.num_q_heads + qh) * p.num_splits;
+}
+
+// Merges every split's output and LSE into out and lse. Each split's weight is computed once per
+// head (not once per dim); each thread sums whole float4s of dims with many loads in flight.
+__device__ void merge_splits(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, MergeScratch& s) {
+  static_assert(kWarps >= kGroup, "a warp a head");
+  constexpr int kVecsPerHead = kHeadDim / 4;
+  constexpr int kPerThread = (kGroup * kVecsPerHead + kThreads - 1) / kThreads;
+  const int num_splits = p.num_splits;
+  if (w.warp < w.heads) {
+    const float* lse = split_lse(p, w.b, w.head0 + w.warp);
+    float m = kNegBig, l = 0.f;
+    for (int sp = w.lane; sp < num_splits; sp += 32) m = fmaxf(m, __ldcg(lse + sp));
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    for (int sp = w.lane; sp < num_splits; sp += 32) l += exp2f(__ldcg(lse + sp) - m);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    if (w.lane == 0) { s.max[w.warp] = m; s.sum[w.warp] = l; }
+  }
+  float4 o[kPerThread];
+#pragma unroll
+  for (int it = 0; it < kPerThread; ++it) o[it] = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int c0 = 0; c0 < num_splits; c0 += kMergeChunk) {
+    const int n = min(kMergeChunk, num_splits - c0);
+    __syncthreads();  // the heads' max and sum are written; the last chunk's weights are used
+    for (int i = threadIdx.x; i < w.heads * n; i += kThreads) {
+      const int h = i / n, sp = i % n;
+      s.weight[h][sp] = exp2f(__ldcg(split_lse(p, w.b, w.head0 + h) + c0 + sp) - s.max[h]);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int it = 0; it < kPerThread; ++it) {
+      const int v = threadIdx.x + it * kThreads, h = v / kVecsPerHead;
+      if (h >= w.heads) continue;
+      const float4* col = reinterpret_cast<const float4*>(split_out(p, w.b, w.head0 + h) + static_cast<int64_t>(c0) * kHeadDim) + v % kVecsPerHead;
+#pragma unroll 16
+      for (int sp = 0; sp < n; ++sp) {
+        const float a = s.weight[h][sp];
+        const float4 x = __ldcg(col + sp * kVecsPerHead);
+        o[it].x += a * x.x; o[it].y += a * x.y; o[it].z += a * x.z; o[it].w += a * x.w;
+      }
+    }
+  }
+#pragma unroll
+  for (int it = 0; it < kPerThread; ++it) {
+    const int v = threadIdx.x + it * kThreads, h = v / kVecsPerHead, d = v % kVecsPerHead * 4;
+    if (h >= w.heads) continue;
+    const int qh = w.head0 + h;
+    const float l = s.sum[h], inv = l > 0.f ? 1.f / l : 0.f;
+    QType* dst = static_cast<QType*>(p.out) + w.b * p.out_stride_batch + qh * p.out_stride_head + d;
+    float_to_q(o[it].x * inv, dst);
+    float_to_q(o[it].y * inv, dst + 1);
+    float_to_q(o[it].z * inv, dst + 2);
+    float_to_q(o[it].w * inv, dst + 3);
+    if (p.lse != nullptr && d == 0) p.lse[w.b * p.num_q_heads + qh] = l > 0.f ? (s.max[h] + log2f(l)) / kLog2e : -INFINITY;
+  }
+}
+
 __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
   const int group = p.num_q_heads / p.num_kv_heads;
   const int chunks = (group + kGroup - 1) / kGroup;
@@ -44,20 +129,20 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
   w.lane = threadIdx.x % 32;
   const int b = w.b, head0 = w.head0, heads = w.heads;
 
-  __shared__ WarpPartials s;
-  loop::warp_partial(p, w, s);
+  __shared__ BlockShared s;
+  loop::warp_partial(p, w, s.stage, s.partials);
   __syncthreads();
 
   const int num_splits = p.num_splits;
   for (int i = threadIdx.x; i < heads * kHeadDim; i += kThreads) {
     const int h = i / kHeadDim, d = i % kHeadDim;
     float m = kNegBig;
-    for (int wp = 0; wp < kWarps; ++wp) m = fmaxf(m, s.ml[wp][h][0]);
+    for (int wp = 0; wp < kWarps; ++wp) m = fmaxf(m, s.partials.ml[wp][h][0]);
     float l = 0.f, o = 0.f;
     for (int wp = 0; wp < kWarps; ++wp) {
-      const float a = exp2f(s.ml[wp][h][0] - m);
-      l += s.ml[wp][h][1] * a;
-      o += s.acc[wp][h][d] * a;
+      const float a = exp2f(s.partials.ml[wp][h][0] - m);
+      l += s.partials.ml[wp][h][1] * a;
+      o += s.partials.acc[wp][h][d] * a;
     }
     const float out = l > 0.f ? o / l : 0.f;
     const float lse2 = l > 0.f ? m + log2f(l) : kNegBig;  // log2 units
@@ -66,40 +151,24 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
       float_to_q(out, static_cast<QType*>(p.out) + b * p.out_stride_batch + qh * p.out_stride_head + d);
       if (p.lse != nullptr && d == 0) p.lse[b * p.num_q_heads + qh] = lse2 / kLog2e;
     } else {
-      float* part = p.partial + ((static_cast<int64_t>(b) * p.num_q_heads + qh) * num_splits + split) * (kHeadDim + 1);
-      part[d] = out;
-      if (d == 0) part[kHeadDim] = lse2;
+      split_out(p, b, qh)[static_cast<int64_t>(split) * kHeadDim + d] = out;
+      if (d == 0) split_lse(p, b, qh)[split] = lse2;
     }
   }
   if (num_splits == 1) return;
 
   // Split-KV: the last split of this (sequence, head chunk) to finish merges all of them.
-  __shared__ bool s_last;
   __threadfence();
   __syncthreads();
+  bool last = false;
   if (threadIdx.x == 0) {
     int32_t* counter = p.split_counters + b * gridDim.y + blockIdx.y;
-    s_last = atomicAdd(counter, 1) == num_splits - 1;
-    if (s_last) *counter = 0;  // ready for the next launch
+    last = atomicAdd(counter, 1) == num_splits - 1;
+    if (last) *counter = 0;  // ready for the next launch
   }
-  __syncthreads();
-  if (!s_last) return;
+  if (!__syncthreads_or(last)) return;
   __threadfence();
-  for (int i = threadIdx.x; i < heads * kHeadDim; i += kThreads) {
-    const int h = i / kHeadDim, d = i % kHeadDim;
-    const int qh = head0 + h;
-    const float* part = p.partial + (static_cast<int64_t>(b) * p.num_q_heads + qh) * num_splits * (kHeadDim + 1);
-    float m = kNegBig;
-    for (int sp = 0; sp < num_splits; ++sp) m = fmaxf(m, __ldcg(part + sp * (kHeadDim + 1) + kHeadDim));
-    float l = 0.f, o = 0.f;
-    for (int sp = 0; sp < num_splits; ++sp) {
-      const float w = exp2f(__ldcg(part + sp * (kHeadDim + 1) + kHeadDim) - m);
-      l += w;
-      o += w * __ldcg(part + sp * (kHeadDim + 1) + d);
-    }
-    float_to_q(l > 0.f ? o / l : 0.f, static_cast<QType*>(p.out) + b * p.out_stride_batch + qh * p.out_stride_head + d);
-    if (p.lse != nullptr && d == 0) p.lse[b * p.num_q_heads + qh] = l > 0.f ? (m + log2f(l)) / kLog2e : -INFINITY;
-  }
+  merge_splits(p, w, s.merge);
 }
 
 }  // namespace
@@ -109,8 +178,13 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
 #define CUBINRT_DROP_FIRST_(first, ...) __VA_ARGS__
 #define CUBINRT_LIST_(...) CUBINRT_DROP_FIRST_(__VA_ARGS__)
 
-// The loop says how many blocks per SM to fit registers for (its measured best).
-extern "C" __global__ void __launch_bounds__(CUBINRT_PAGED_DECODE_THREADS, loop::kMinBlocks)
+// Resident blocks per SM to fit registers for: the loop's measured best, or an experiment's.
+#ifdef CUBINRT_MIN_BLOCKS
+constexpr int kMinBlocks = CUBINRT_MIN_BLOCKS;
+#else
+constexpr int kMinBlocks = loop::kMinBlocks;
+#endif
+extern "C" __global__ void __launch_bounds__(CUBINRT_PAGED_DECODE_THREADS, kMinBlocks)
 CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_PARAM_DECL_))) {
   const CubinrtPagedDecodeParamsV1 p = {CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_PARAM_NAME_))};
   paged_decode_block(p);

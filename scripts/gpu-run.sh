@@ -28,6 +28,13 @@ for step in "$@"; do
         ./$D/cubinrt_bench --quick --bundle "$b" 2>&1; rc=$((rc | $?))
         CUBINRT_TEST_BUNDLE=$b ./$D/cubinrt_gpu_tests --gtest_filter='GpuDecode.EverySelected*' 2>&1 | grep -E "^\||OK|FAILED"; rc=$((rc | PIPESTATUS[0]))
       done 2>&1 | tee "$OUT/experiments.log" ;;
+    ncu)  # hardware counters of one B64 D128 FP8 launch: the default bundle, then each of $NCU_BUNDLES
+      for b in default ${NCU_BUNDLES:-}; do
+        echo "== ncu $b"
+        ncu --clock-control none --kernel-name regex:hd128_bf16_fp8 --launch-skip 5 --launch-count 1 \
+          --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
+          ./$D/cubinrt_bench --quick $([[ $b == default ]] || echo --bundle "$b") 2>&1 | grep -v '^|'
+      done 2>&1 | tee "$OUT/ncu.log" ;;
     sdpa)
       PYTHONUNBUFFERED=1 python3 bench/sdpa_baseline.py "$OUT/sdpa.json" 2>&1 | tee "$OUT/sdpa.log"; rc=$((rc | PIPESTATUS[0])) ;;
     *) echo "unknown step $step"; rc=1 ;;

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Builds the benchmark's kernels with extra nvcc defines into a bundle, for a kernel experiment:
-#   bench/experiments/build.sh NAME "-DCUBINRT_UNROLL=8" [build dir]
-# writes .device/NAME.bundle (timed on the GPU by: cubinrt_bench --quick --bundle .device/NAME.bundle).
+#   bench/experiments/build.sh NAME "-DCUBINRT_MMA_TILES=2" [build dir]
+# The defines apply to every variant; EXP_hd<D>_<kv> (e.g. EXP_hd128_fp8_e4m3="-DCUBINRT_MMA_STAGES=3")
+# adds defines for one variant only. Writes .device/NAME.bundle (timed on the GPU by:
+# cubinrt_bench --quick --bundle .device/NAME.bundle).
 set -euo pipefail
 name=$1; defines=$2; B=${3:-build}
 out=$B/experiments/$name; mkdir -p "$out" .device
 dtype() { case $1 in fp16) echo 1;; bf16) echo 2;; fp8_e4m3) echo 3;; fp8_e5m2) echo 4;; esac; }
 for hd in 128 256; do for kv in bf16 fp8_e4m3; do
   id=paged_decode.sm_90.hd$hd.bf16.$kv.p16
+  extra_var=EXP_hd${hd}_${kv}
   nvcc -cubin -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Iruntime/include -DCUBINRT_HEAD_DIM=$hd \
     -DCUBINRT_Q_DTYPE=2 -DCUBINRT_KV_DTYPE=$(dtype $kv) -DCUBINRT_PAGE_SIZE=16 \
-    -DCUBINRT_KERNEL=cubinrt_paged_decode_hd${hd}_bf16_${kv}_p16 $defines cubins/paged_decode.cu -o "$out/$id.cubin" &
+    -DCUBINRT_KERNEL=cubinrt_paged_decode_hd${hd}_bf16_${kv}_p16 $defines ${!extra_var:-} cubins/paged_decode.cu -o "$out/$id.cubin" &
 done; done
 wait
 "$B/tools/cubin-manifest" pack --catalog bench/experiments/catalog_sm90_decode.json --cubin-dir "$out" --output ".device/$name.bundle"

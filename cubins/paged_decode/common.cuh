@@ -46,6 +46,10 @@ __device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t two_codes) {
   return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
 }
 
+// The 32-bit words of one load.
+__device__ __forceinline__ void words(const uint4& r, uint32_t* w) { w[0] = r.x; w[1] = r.y; w[2] = r.z; w[3] = r.w; }
+__device__ __forceinline__ void words(const uint2& r, uint32_t* w) { w[0] = r.x; w[1] = r.y; }
+
 // One block's share: a sequence, a kv head, up to kGroup of its q heads, one KV split.
 struct BlockWork {
   int b;        // sequence

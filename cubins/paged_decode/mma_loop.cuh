@@ -28,35 +28,51 @@ constexpr int kVLoads = kHeadDim / 8 / kVElems;     // a lane holds head_dim/8 d
 using KRaw = uint4;
 using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, uint2>::type;
 
-#ifndef CUBINRT_MMA_PREFETCH  // experiments only: 1 loads step k + 1 before step k's math
-#define CUBINRT_MMA_PREFETCH 0
-#endif
-
-// 8-token n-tiles per warp step, and resident blocks per SM asked of ptxas, per variant, as
-// measured on the H200 (docs/benchmarks.md, run 9): bytes in flight against occupancy.
-//   16-bit KV: D128 2 tiles (8 KB of K+V a warp step) at 4 blocks (128 registers): 504 us against
-//              560 us uncapped; D256 4 tiles (32 KB, 255 registers): 1076 us against 1206 us at 1.
-//   FP8 KV:    2 tiles at D128 (4 KB, 111 registers, 4 blocks): 321 us against 378 us at 4 tiles
-//              (3 blocks); D256 2 tiles: 646 us against 697 at 4.
-// head_dim 64 (not measured) keeps 8 KB a step.
+// Per variant, as measured on the H200 (docs/benchmarks.md): 8-token n-tiles per warp step, steps
+// kept in flight through shared memory (0: loaded into registers), and resident blocks per SM
+// asked of ptxas. B64 L8192 times, run 12 (cp.async ring) and run 9 (register loop):
+//   D128 16-bit: 1 tile, 3 staged steps, 4 blocks: 500 us (ring with 2 tiles does not fit 48 KB);
+//                register loop, 2 tiles, 4 blocks: 508 us. At B1 L32768 the ring is 10% faster.
+//   D128 FP8:    2 tiles, 3 staged steps, 4 blocks: 277 us; 1 tile 6 steps: 319; 2 tiles
+//                uncapped (3 blocks): 300; register loop 2 tiles: 323.
+//   D256 16-bit: register loop, 4 tiles (32 KB, 255 registers), 1 block: 1073 us (a ring of even
+//                two 8-token steps per warp needs 64 KB).
+//   D256 FP8:    1 tile, 3 staged steps (3 blocks by registers): 572 us; capped to 4 blocks it
+//                spills: 829; register loop 2 tiles: 662.
+// head_dim 64 (not measured) keeps the register loop with 8 KB a step.
 #ifdef CUBINRT_MMA_TILES  // experiments only: the catalog build never sets it
 constexpr int kTiles = CUBINRT_MMA_TILES;
 #else
-constexpr int kTiles = kHeadDim == 64 ? (kKvIsFp8 ? 8 : 4) : kHeadDim == 128 ? 2 : (kKvIsFp8 ? 2 : 4);
+constexpr int kTiles = kHeadDim == 64 ? (kKvIsFp8 ? 8 : 4) : kHeadDim == 128 ? (kKvIsFp8 ? 2 : 1) : (kKvIsFp8 ? 1 : 4);
 #endif
-#ifdef CUBINRT_MIN_BLOCKS  // experiments only
-constexpr int kMinBlocks = CUBINRT_MIN_BLOCKS;
-#else
-constexpr int kMinBlocks = kHeadDim == 128 && !kKvIsFp8 ? 4 : 1;
-#endif
+constexpr int kMinBlocks = kHeadDim == 128 ? 4 : 1;
 constexpr int kStep = 8 * kTiles;                       // tokens per warp step
 constexpr int kGroupTokens = kStep < 16 ? kStep : 16;   // tokens that share a page lookup
 constexpr int kLookups = kStep / kGroupTokens;
 constexpr int kVTokens = kTiles == 1 ? 2 : 2 * kTiles;  // V rows a lane holds per step
 
+// Steps a warp keeps in flight through shared memory (cp.async), or 0: each step's K and V are
+// loaded straight into registers just before its math (the loads then hold registers, and a
+// warp has nothing in flight while it computes).
+#ifdef CUBINRT_MMA_STAGES  // experiments only
+constexpr int kStages = CUBINRT_MMA_STAGES;
+#else
+constexpr int kStages = kHeadDim == 128 || (kHeadDim == 256 && kKvIsFp8) ? 3 : 0;
+#endif
+constexpr int kRowChunks = kHeadDim * kKvBytes / 16;  // 16-byte chunks of a K or V row
+constexpr int kStepChunks = kStep * kRowChunks;        // of K (or V) in one warp step
+constexpr int kRing = kStages > 0 ? kStages : 1;       // slots of the ring (kStages, or 1 unused)
+
 static_assert(kHeadDim % 64 == 0 && kHeadDim <= 256, "the mma loop covers head_dim 64, 128, 256");
 static_assert(kTiles == 1 || kTiles % 2 == 0, "P.V takes n-tiles in pairs");
 static_assert(kGroup <= 8, "q heads are the 8 columns of the P.V mma");
+static_assert(kStages == 0 || (kRowChunks >= 8 && kVLoadBytes == 16 && kStepChunks % 32 == 0),
+              "the shared-memory pipeline needs rows of 128 bytes or more and 16-byte V loads");
+
+// A warp's ring of kStages steps, each K then V (kStep rows of kRowChunks chunks), swizzled.
+struct Staging {
+  uint4 chunk[kStages > 0 ? kWarps * kStages * 2 * kStepChunks : 1];
+};
 
 // Lane (g, t) = (lane / 4, lane % 4). Word w (two consecutive dims) of the K row a lane holds,
 // and of q for the same lane: its first dim. Lanes t = 0..3 cover a row, 16 bytes each.
@@ -87,18 +103,13 @@ __device__ __forceinline__ void widen_fp8(uint32_t x, uint32_t* w) {
 }
 
 // One load as mma words (two elements each, the lower dim in the low half).
-__device__ __forceinline__ void to_words(const uint4& r, uint32_t* w) {
-  const uint32_t x[4] = {r.x, r.y, r.z, r.w};
+template <class Raw>
+__device__ __forceinline__ void to_words(const Raw& r, uint32_t* w) {
+  constexpr int kN = sizeof(Raw) / 4;
+  uint32_t x[kN];
+  words(r, x);
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (kKvIsFp8) widen_fp8(x[i], w + 2 * i);
-    else w[i] = x[i];
-  }
-}
-__device__ __forceinline__ void to_words(const uint2& r, uint32_t* w) {
-  const uint32_t x[2] = {r.x, r.y};
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < kN; ++i) {
     if constexpr (kKvIsFp8) widen_fp8(x[i], w + 2 * i);
     else w[i] = x[i];
   }
@@ -170,17 +181,25 @@ struct StepLoads {
   VRaw v[kVTokens][kVLoads];  // tokens v_token(u, t)
 };
 
-// Issues one warp step's K and V loads. Each 16-token group looks its page up once; a group
-// wholly past the end looks up the last valid page (never past the block-table row) and its
-// values are masked out.
+// The page of each 16-token group of the step at t0; a group wholly past the end takes the last
+// valid page (never past the block-table row), and its values are masked out.
+struct StepPages {
+  int32_t page[kLookups];
+};
+__device__ __forceinline__ StepPages step_pages(const int32_t* pages, int t0, int t_end) {
+  StepPages sp;
+#pragma unroll
+  for (int i = 0; i < kLookups; ++i) sp.page[i] = pages[min(t0 + i * kGroupTokens, t_end - 1) / kPageSize];
+  return sp;
+}
+
+// Issues one warp step's K and V loads.
 __device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, const int32_t* pages, const char* kbase,
                                           const char* vbase, int t0, int g, int t, StepLoads& out) {
+  const StepPages sp = step_pages(pages, t0, w.t_end);
   int64_t base[kLookups];  // element offset of each group's first token
 #pragma unroll
-  for (int i = 0; i < kLookups; ++i) {
-    const int tg = t0 + i * kGroupTokens;
-    base[i] = static_cast<int64_t>(pages[min(tg, w.t_end - 1) / kPageSize]) * p.kv_stride_page + (tg % kPageSize) * p.kv_stride_token;
-  }
+  for (int i = 0; i < kLookups; ++i) base[i] = static_cast<int64_t>(sp.page[i]) * p.kv_stride_page + ((t0 + i * kGroupTokens) % kPageSize) * p.kv_stride_token;
 #pragma unroll
   for (int n = 0; n < kTiles; ++n) {
     const int row = n * 8 + g;
@@ -197,117 +216,194 @@ __device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV1& p, c
   }
 }
 
-__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, WarpPartials& out) {
+// Where chunk c of row r of a staged step lives: XOR-swizzled within each 128-byte span so that
+// neither the K reads (rows 2a and 2a + 1, chunks 4j..4j+3 per quarter warp) nor the V reads
+// (rows b + 2t, chunks 2a and 2a + 1) nor the cp.async writes meet in a bank.
+__device__ __forceinline__ int staged(int r, int c) { return r * kRowChunks + (c ^ (((r & 1) << 2) ^ (r & 6))); }
+
+__device__ __forceinline__ void cp_async16(uint4* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory"); }
+
+// Starts copying one warp step's K and V rows into `buf`: the warp's lanes take consecutive
+// chunks, so each row is read as whole 32-byte sectors.
+__device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV1& p, const StepPages& sp, int lane, const char* kbase,
+                                           const char* vbase, int t0, uint4* buf) {
+#pragma unroll
+  for (int k = 0; k < kStepChunks / 32; ++k) {
+    const int i = lane + 32 * k, row = i / kRowChunks, c = i % kRowChunks;
+    // 32 chunks never straddle a 16-token group (a group is 16 * kRowChunks >= 128 chunks).
+    const int grp = 32 * k / (kGroupTokens * kRowChunks);
+    const int64_t off = (static_cast<int64_t>(sp.page[grp]) * p.kv_stride_page + ((t0 + grp * kGroupTokens) % kPageSize + row % kGroupTokens) * p.kv_stride_token) * kKvBytes + c * 16;
+    cp_async16(buf + staged(row, c), kbase + off);
+    cp_async16(buf + kStepChunks + staged(row, c), vbase + off);
+  }
+}
+
+// A staged step's K and V as the lane's operand loads (the same rows and chunks load_step takes).
+__device__ __forceinline__ void read_step(const uint4* buf, int g, int t, StepLoads& out) {
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+    for (int j = 0; j < kKLoads; ++j) out.k[n][j] = buf[staged(n * 8 + g, 4 * j + t)];
+#pragma unroll
+  for (int u = 0; u < kVTokens; ++u)
+#pragma unroll
+    for (int j = 0; j < kVLoads; ++j) out.v[u][j] = *reinterpret_cast<const VRaw*>(buf + kStepChunks + staged(v_token(u, t), 8 * j + g));
+}
+
+// The online-softmax state of a warp: head g's running max and sum (per quad) and O^T.
+struct Running {
+  float acc[kKTiles][4];  // O^T tile i: (dim lo, head 2t), (lo, 2t+1), (hi, 2t), (hi, 2t+1)
+  float m;                // head g's running max (the same in the 4 lanes of a quad)
+  float l;                // head g's sum over this lane's tokens
+};
+
+// One warp step's math on its loaded K and V: scores, the online softmax update and P.V.
+__device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t_end, int g, int t, const uint32_t (&qa)[kKTiles][2],
+                                             float sscale, Running& r) {
+  // Scores of head g for tokens n*8 + 2t and n*8 + 2t + 1 of each n-tile.
+  float s[kTiles][2];
+  bool valid[kTiles][2];
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n) {
+    uint32_t kw[2 * kKTiles];
+#pragma unroll
+    for (int j = 0; j < kKLoads; ++j) to_words(cur.k[n][j], kw + j * (kKElems / 2));
+    float c[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int i = 0; i < kKTiles; ++i) mma_k16(c, qa[i][0], 0u, qa[i][1], 0u, kw[2 * i], kw[2 * i + 1]);
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      valid[n][e] = t0 + n * 8 + 2 * t + e < t_end;
+      s[n][e] = valid[n][e] ? c[e] * sscale : kNegBig;
+    }
+  }
+
+  float mx = r.m;
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n) mx = fmaxf(mx, fmaxf(s[n][0], s[n][1]));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  const float corr = exp2f(r.m - mx);
+  r.m = mx;
+  // The weights, rounded to the mma type; the sum adds the rounded values, so the
+  // normalisation matches what P.V multiplies.
+  uint32_t pb[kTiles];
+  float psum = 0.f;
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n) {
+    pb[n] = pack2(valid[n][0] ? exp2f(s[n][0] - r.m) : 0.f, valid[n][1] ? exp2f(s[n][1] - r.m) : 0.f);
+    const float2 x = unpack2(pb[n]);
+    psum += x.x + x.y;
+  }
+  r.l = r.l * corr + psum;
+  // The accumulator's columns are heads 2t and 2t + 1, whose corrections live in quads 2t, 2t + 1.
+  const float c_lo = __shfl_sync(0xffffffffu, corr, 8 * t), c_hi = __shfl_sync(0xffffffffu, corr, 8 * t + 4);
+#pragma unroll
+  for (int i = 0; i < kKTiles; ++i) { r.acc[i][0] *= c_lo; r.acc[i][1] *= c_hi; r.acc[i][2] *= c_lo; r.acc[i][3] *= c_hi; }
+
+  uint32_t vw[kVTokens][kKTiles];
+#pragma unroll
+  for (int u = 0; u < kVTokens; ++u) {
+#pragma unroll
+    for (int j = 0; j < kVLoads; ++j) to_words(cur.v[u][j], vw[u] + j * (kVElems / 2));
+    // Rows past the end may hold anything (NaN included); zero them so 0 * V stays 0.
+    if (t0 + v_token(u, t) >= t_end)
+#pragma unroll
+      for (int i = 0; i < kKTiles; ++i) vw[u][i] = 0u;
+  }
+#pragma unroll
+  for (int i = 0; i < kKTiles; ++i) {
+    if constexpr (kTiles == 1) {
+      mma_k8(r.acc[i], __byte_perm(vw[0][i], vw[1][i], 0x5410), __byte_perm(vw[0][i], vw[1][i], 0x7632), pb[0]);
+    } else {
+#pragma unroll
+      for (int q = 0; q < kTiles / 2; ++q)
+        mma_k16(r.acc[i], __byte_perm(vw[4 * q][i], vw[4 * q + 1][i], 0x5410), __byte_perm(vw[4 * q][i], vw[4 * q + 1][i], 0x7632),
+                __byte_perm(vw[4 * q + 2][i], vw[4 * q + 3][i], 0x5410), __byte_perm(vw[4 * q + 2][i], vw[4 * q + 3][i], 0x7632),
+                pb[2 * q], pb[2 * q + 1]);
+    }
+  }
+}
+
+// Every step of this warp (tokens first, first + kStride, ... below t_end), through registers or
+// through the shared-memory ring.
+__device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, Staging& stage, int g, int t,
+                                           const uint32_t (&qa)[kKTiles][2], float sscale, Running& r) {
+  const int32_t* pages = p.block_table + static_cast<int64_t>(w.b) * p.block_table_stride;
+  const char* kbase = static_cast<const char*>(p.k_cache) + w.kvh * p.kv_stride_head * kKvBytes;
+  const char* vbase = static_cast<const char*>(p.v_cache) + w.kvh * p.kv_stride_head * kKvBytes;
+  constexpr int kStride = kWarps * kStep;
+  const int first = w.t_begin + w.warp * kStep;
+
+  if constexpr (kStages > 0) {
+    uint4* ring = stage.chunk + w.warp * kStages * 2 * kStepChunks;
+    const int steps = first < w.t_end ? (w.t_end - first + kStride - 1) / kStride : 0;
+    // Every iteration commits one group (empty past the last step), so "all but the newest
+    // kStages - 1 groups done" always means "this step's group done".
+#pragma unroll
+    for (int k = 0; k < kStages - 1; ++k) {
+      if (k < steps) issue_step(p, step_pages(pages, first + k * kStride, w.t_end), w.lane, kbase, vbase, first + k * kStride, ring + k * 2 * kStepChunks);
+      cp_async_commit();
+    }
+    // Each step's pages are looked up one iteration before its copies go out, so the block-table
+    // load never stalls the issue.
+    StepPages next{};
+    if (kStages - 1 < steps) next = step_pages(pages, first + (kStages - 1) * kStride, w.t_end);
+    for (int k = 0; k < steps; ++k) {
+      const int ahead = k + kStages - 1;  // into the slot step k - 1 used, which every lane has read
+      if (ahead < steps) issue_step(p, next, w.lane, kbase, vbase, first + ahead * kStride, ring + (ahead % kRing) * 2 * kStepChunks);
+      if (ahead + 1 < steps) next = step_pages(pages, first + (ahead + 1) * kStride, w.t_end);
+      cp_async_commit();
+      cp_async_wait<kStages - 1>();
+      __syncwarp();  // the other lanes' copies of step k are visible
+      StepLoads cur;
+      read_step(ring + (k % kRing) * 2 * kStepChunks, g, t, cur);
+      consume_step(cur, first + k * kStride, w.t_end, g, t, qa, sscale, r);
+      __syncwarp();  // every lane has read step k before its slot is refilled
+    }
+  } else {
+    for (int t0 = first; t0 < w.t_end; t0 += kStride) {
+      StepLoads cur;
+      load_step(p, w, pages, kbase, vbase, t0, g, t, cur);
+      consume_step(cur, t0, w.t_end, g, t, qa, sscale, r);
+    }
+  }
+}
+
+// `stage` and `out` may share memory: every warp is done with the ring before any writes out.
+__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
   const int g = w.lane >> 2, t = w.lane & 3;
   uint32_t qa[kKTiles][2];
   const float sscale = load_q(p, w, g, t, qa) * p.softmax_scale * kLog2e * p.k_scale * kFp8Unit;
   const float vscale = p.v_scale * kFp8Unit;
 
-  float acc[kKTiles][4];  // O^T tile i: (dim lo, head 2t), (lo, 2t+1), (hi, 2t), (hi, 2t+1)
+  Running r;
 #pragma unroll
-  for (int i = 0; i < kKTiles; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
-  float m = kNegBig;  // head g's running max (the same in the 4 lanes of a quad)
-  float l = 0.f;      // head g's sum over this lane's tokens
+  for (int i = 0; i < kKTiles; ++i) r.acc[i][0] = r.acc[i][1] = r.acc[i][2] = r.acc[i][3] = 0.f;
+  r.m = kNegBig;
+  r.l = 0.f;
+  walk_steps(p, w, stage, g, t, qa, sscale, r);
+  if constexpr (kStages > 0) __syncthreads();
 
-  const int32_t* pages = p.block_table + static_cast<int64_t>(w.b) * p.block_table_stride;
-  const char* kbase = static_cast<const char*>(p.k_cache) + w.kvh * p.kv_stride_head * kKvBytes;
-  const char* vbase = static_cast<const char*>(p.v_cache) + w.kvh * p.kv_stride_head * kKvBytes;
-
-  constexpr int kStride = kWarps * kStep;
-  const int first = w.t_begin + w.warp * kStep;
-#if CUBINRT_MMA_PREFETCH
-  StepLoads cur;
-  if (first < w.t_end) load_step(p, w, pages, kbase, vbase, first, g, t, cur);
-#endif
-  for (int t0 = first; t0 < w.t_end; t0 += kStride) {
-#if CUBINRT_MMA_PREFETCH
-    // The next step's loads go out before this step's math, so a warp always has one in flight.
-    StepLoads next;
-    if (t0 + kStride < w.t_end) load_step(p, w, pages, kbase, vbase, t0 + kStride, g, t, next);
-#else
-    StepLoads cur;
-    load_step(p, w, pages, kbase, vbase, t0, g, t, cur);
-#endif
-    const KRaw (&kraw)[kTiles][kKLoads] = cur.k;
-    const VRaw (&vraw)[kVTokens][kVLoads] = cur.v;
-    // Scores of head g for tokens n*8 + 2t and n*8 + 2t + 1 of each n-tile.
-    float s[kTiles][2];
-#pragma unroll
-    for (int n = 0; n < kTiles; ++n) {
-      uint32_t kw[2 * kKTiles];
-#pragma unroll
-      for (int j = 0; j < kKLoads; ++j) to_words(kraw[n][j], kw + j * (kKElems / 2));
-      float c[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-      for (int i = 0; i < kKTiles; ++i) mma_k16(c, qa[i][0], 0u, qa[i][1], 0u, kw[2 * i], kw[2 * i + 1]);
-#pragma unroll
-      for (int e = 0; e < 2; ++e) s[n][e] = t0 + n * 8 + 2 * t + e < w.t_end ? c[e] * sscale : kNegBig;
-    }
-
-    float mx = m;
-#pragma unroll
-    for (int n = 0; n < kTiles; ++n) mx = fmaxf(mx, fmaxf(s[n][0], s[n][1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float corr = exp2f(m - mx);
-    m = mx;
-    // The weights, rounded to the mma type; the sum adds the rounded values, so the
-    // normalisation matches what P.V multiplies.
-    uint32_t pb[kTiles];
-    float psum = 0.f;
-#pragma unroll
-    for (int n = 0; n < kTiles; ++n) {
-      const bool v0 = t0 + n * 8 + 2 * t < w.t_end, v1 = t0 + n * 8 + 2 * t + 1 < w.t_end;
-      pb[n] = pack2(v0 ? exp2f(s[n][0] - m) : 0.f, v1 ? exp2f(s[n][1] - m) : 0.f);
-      const float2 r = unpack2(pb[n]);
-      psum += r.x + r.y;
-    }
-    l = l * corr + psum;
-    // The accumulator's columns are heads 2t and 2t + 1, whose corrections live in quads 2t, 2t + 1.
-    const float c_lo = __shfl_sync(0xffffffffu, corr, 8 * t), c_hi = __shfl_sync(0xffffffffu, corr, 8 * t + 4);
-#pragma unroll
-    for (int i = 0; i < kKTiles; ++i) { acc[i][0] *= c_lo; acc[i][1] *= c_hi; acc[i][2] *= c_lo; acc[i][3] *= c_hi; }
-
-    uint32_t vw[kVTokens][kKTiles];
-#pragma unroll
-    for (int u = 0; u < kVTokens; ++u) {
-#pragma unroll
-      for (int j = 0; j < kVLoads; ++j) to_words(vraw[u][j], vw[u] + j * (kVElems / 2));
-      // Rows past the end may hold anything (NaN included); zero them so 0 * V stays 0.
-      if (t0 + v_token(u, t) >= w.t_end)
-#pragma unroll
-        for (int i = 0; i < kKTiles; ++i) vw[u][i] = 0u;
-    }
-#pragma unroll
-    for (int i = 0; i < kKTiles; ++i) {
-      if constexpr (kTiles == 1) {
-        mma_k8(acc[i], __byte_perm(vw[0][i], vw[1][i], 0x5410), __byte_perm(vw[0][i], vw[1][i], 0x7632), pb[0]);
-      } else {
-#pragma unroll
-        for (int q = 0; q < kTiles / 2; ++q)
-          mma_k16(acc[i], __byte_perm(vw[4 * q][i], vw[4 * q + 1][i], 0x5410), __byte_perm(vw[4 * q][i], vw[4 * q + 1][i], 0x7632),
-                  __byte_perm(vw[4 * q + 2][i], vw[4 * q + 3][i], 0x5410), __byte_perm(vw[4 * q + 2][i], vw[4 * q + 3][i], 0x7632),
-                  pb[2 * q], pb[2 * q + 1]);
-      }
-    }
-#if CUBINRT_MMA_PREFETCH
-    cur = next;
-#endif
-  }
-
+  float l = r.l;
   l += __shfl_xor_sync(0xffffffffu, l, 1);
   l += __shfl_xor_sync(0xffffffffu, l, 2);
   if (2 * t < kGroup) {
 #pragma unroll
     for (int i = 0; i < kKTiles; ++i) {
       const int d = v_word_dim(i, g);
-      out.acc[w.warp][2 * t][d] = acc[i][0] * vscale;
-      out.acc[w.warp][2 * t + 1][d] = acc[i][1] * vscale;
-      out.acc[w.warp][2 * t][d + 1] = acc[i][2] * vscale;
-      out.acc[w.warp][2 * t + 1][d + 1] = acc[i][3] * vscale;
+      out.acc[w.warp][2 * t][d] = r.acc[i][0] * vscale;
+      out.acc[w.warp][2 * t + 1][d] = r.acc[i][1] * vscale;
+      out.acc[w.warp][2 * t][d + 1] = r.acc[i][2] * vscale;
+      out.acc[w.warp][2 * t + 1][d + 1] = r.acc[i][3] * vscale;
     }
   }
-  if (t == 0 && g < kGroup) { out.ml[w.warp][g][0] = m; out.ml[w.warp][g][1] = l; }
+  if (t == 0 && g < kGroup) { out.ml[w.warp][g][0] = r.m; out.ml[w.warp][g][1] = l; }
 }
 
 }  // namespace paged_decode::mma

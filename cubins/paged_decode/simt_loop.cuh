@@ -17,17 +17,10 @@ constexpr int kSlots = 32 / kLanesPerToken;  // tokens per warp step
 // Warp steps in flight; measured on the H200 (docs/benchmarks.md): 4 beat 2, 8 and 16.
 constexpr int kUnroll = kElemsPerLane > 8 ? 2 : 4;
 constexpr int kTokensPerIter = kWarps * kSlots * kUnroll;
-#ifdef CUBINRT_MIN_BLOCKS  // experiments only
-constexpr int kMinBlocks = CUBINRT_MIN_BLOCKS;
-#else
-constexpr int kMinBlocks = 1;
-#endif
+constexpr int kMinBlocks = 1;  // resident blocks per SM asked of ptxas: no cap
 
 static_assert(kHeadDim % (kVec * kLanesPerToken) == 0, "head_dim must tile the warp");
 static_assert(kGroup == 4 && kLanesPerToken >= 4, "the transposing reduction is written for 4 heads");
-
-__device__ __forceinline__ void words(const uint4& r, uint32_t* w) { w[0] = r.x; w[1] = r.y; w[2] = r.z; w[3] = r.w; }
-__device__ __forceinline__ void words(const uint2& r, uint32_t* w) { w[0] = r.x; w[1] = r.y; }
 
 // One load of KV as kVec floats (not yet scaled).
 __device__ __forceinline__ void unpack_kv(const Raw& raw, float* out) {
@@ -79,7 +72,10 @@ __device__ __forceinline__ void merge_state(float& m, float& l, float* acc, floa
   for (int e = 0; e < kElemsPerLane; ++e) acc[e] = acc[e] * a + acc_o[e] * b;
 }
 
-__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, WarpPartials& out) {
+// Nothing is staged in shared memory: loads go straight to registers.
+struct Staging {};
+
+__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, Staging&, WarpPartials& out) {
   const int slot = w.lane / kLanesPerToken, lane_d = w.lane % kLanesPerToken;
   // The lane's dims: load j covers [d0 + j * kLanesPerToken * kVec, + kVec).
   const int d0 = lane_d * kVec;

@@ -23,7 +23,7 @@
   X(const int32_t*, seq_lens)    /* [batch] tokens per sequence */                              \
   X(void*, out)                  /* [batch, num_q_heads, head_dim], q dtype */                  \
   X(float*, lse)                 /* [batch, num_q_heads] natural-log LSE, or null */            \
-  X(float*, partial)             /* split-KV workspace: [batch, num_q_heads, splits, D + 1] */   \
+  X(float*, partial)             /* split-KV workspace: outputs [batch, num_q_heads, splits, D], then LSEs [batch, num_q_heads, splits] */ \
   X(int32_t*, split_counters)    /* [batch, num_kv_heads * head_chunks], zero between launches */ \
   X(int64_t, kv_stride_page)     /* elements between consecutive pages */                      \
   X(int64_t, kv_stride_token)    /* elements between consecutive tokens of a page */            \
