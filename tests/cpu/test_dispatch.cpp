@@ -84,8 +84,8 @@ TEST_F(Dispatch, LaunchHandsTheDriverTheAbiStruct) {
   EXPECT_EQ(p.block_table_stride, 64);
   EXPECT_EQ(p.num_splits, plan->num_splits());
   EXPECT_EQ(p.num_splits * p.pages_per_split >= 64, true);
-  // 3 x 8 = 24 blocks on 132 SMs at 4 blocks each would want 22 splits; 1024 tokens allow at most
-  // 4 (256 tokens each): 4 splits of 16 pages.
+  // 3 x 8 = 24 blocks leave most of the 132 SMs idle, so every split helps; 1024 tokens allow at
+  // most 4 (256 tokens each): 4 splits of 16 pages.
   EXPECT_EQ(plan->num_splits(), 4);
   EXPECT_EQ(p.pages_per_split, 16);
   EXPECT_GT(plan->workspace_bytes(), 0u);
@@ -152,15 +152,23 @@ TEST_F(Dispatch, LargeGroupsAreSplitIntoHeadChunks) {
   EXPECT_EQ(plan->workspace_bytes(), 0u);
 }
 
-TEST_F(Dispatch, SplitsFillWholeWaves) {
-  // 48 x 8 = 384 blocks on 132 SMs x 4 = 528 slots: 1, 2 or 3 splits leave the last wave 27%
-  // idle; 4 splits make 1536 blocks, 97% of 3 waves.
+TEST_F(Dispatch, SplitsBalanceTheBusiestMultiprocessor) {
+  // 48 x 8 = 384 blocks: at most 3 on each of 132 SMs, 3 x 64 pages; 2 or 4 splits give the
+  // busiest SM the same 192 pages and add a merge, 3 splits give it 9 x 22 = 198.
   shape.batch = 48;
   auto plan = DecodePlan::create(*rt, shape);
   CUBINRT_ASSERT_OK(plan);
-  EXPECT_EQ(plan->num_splits(), 4);
-  // 64 x 8 = 512 blocks fill 97% of one wave unsplit.
-  shape.batch = 64;
+  EXPECT_EQ(plan->num_splits(), 1);
+  // One long sequence: 8 blocks would leave 124 SMs idle. 33 splits of 63 pages put 2 blocks
+  // (which saturate an SM) on every SM: 126 pages each; 32 splits give 128, 59 would give 4 x 35.
+  shape.batch = 1;
+  shape.block_table_stride = 2048;
+  plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->num_splits(), 33);
+  EXPECT_EQ(plan->pages_per_split(), 63);
+  // Short: 128 tokens are never split (at least 256 tokens a split).
+  shape.block_table_stride = 8;
   plan = DecodePlan::create(*rt, shape);
   CUBINRT_ASSERT_OK(plan);
   EXPECT_EQ(plan->num_splits(), 1);

@@ -74,6 +74,7 @@ class DecodePlan {
   // the kernel leaves it zeroed after every complete launch.
   size_t workspace_bytes() const { return workspace_bytes_; }
   int num_splits() const { return num_splits_; }
+  int pages_per_split() const { return pages_per_split_; }
   const LoadedKernel& kernel() const { return *kernel_; }
   const DecodeShape& shape() const { return shape_; }
 
