@@ -111,6 +111,27 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV1& p, const BlockWor
   }
 }
 
+// Shared memory beyond the 48 KiB a block may declare statically comes from the launch: the
+// kernel states how much it needs in a device object that the cubin reader finds by name
+// (cubinrt_dynamic_smem_<kernel>, 0 when all of it is static), pack records it in the manifest,
+// and the loader and the dispatcher set it. So the host never guesses a kernel's shared memory.
+constexpr uint32_t kSharedBytes = sizeof(BlockShared);
+constexpr bool kDynamicShared = kSharedBytes > 48 * 1024;
+#define CUBINRT_CAT2_(a, b) a##b
+#define CUBINRT_CAT_(a, b) CUBINRT_CAT2_(a, b)
+extern "C" __device__ const uint32_t CUBINRT_CAT_(cubinrt_dynamic_smem_, CUBINRT_KERNEL) = kDynamicShared ? kSharedBytes : 0;
+
+template <bool kDynamic>
+__device__ __forceinline__ BlockShared& block_shared() {
+  if constexpr (kDynamic) {
+    extern __shared__ uint4 dynamic_shared[];
+    return *reinterpret_cast<BlockShared*>(dynamic_shared);
+  } else {
+    __shared__ BlockShared s;
+    return s;
+  }
+}
+
 __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
   const int group = p.num_q_heads / p.num_kv_heads;
   const int chunks = (group + kGroup - 1) / kGroup;
@@ -123,13 +144,14 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
   const int split = blockIdx.z;
   // Clamped to the block table row: a length past its capacity never reads past the row.
   const int seq_len = min(p.seq_lens[w.b], p.block_table_stride * kPageSize);
-  w.t_begin = min(seq_len, split * p.pages_per_split * kPageSize);
+  w.t_split = split * p.pages_per_split * kPageSize;
+  w.t_begin = min(seq_len, w.t_split);
   w.t_end = min(seq_len, w.t_begin + p.pages_per_split * kPageSize);
   w.warp = threadIdx.x / 32;
   w.lane = threadIdx.x % 32;
   const int b = w.b, head0 = w.head0, heads = w.heads;
 
-  __shared__ BlockShared s;
+  BlockShared& s = block_shared<kDynamicShared>();
   loop::warp_partial(p, w, s.stage, s.partials);
   __syncthreads();
 

@@ -78,6 +78,7 @@ TEST_P(ProbeByArch, AgreesWithPtxasFieldByField) {
   const std::vector<ParamInfo> layout = {{0, 0, 8}, {1, 8, 8}, {2, 16, 4}, {3, 20, 4}, {4, 24, 24}, {5, 48, 1}, {6, 50, 2}, {7, 56, 8}, {8, 64, 132}};
   EXPECT_EQ(p->params, layout);
   EXPECT_EQ(p->param_bytes, 196u);
+  EXPECT_EQ(p->dynamic_shared, 70000u);
   EXPECT_EQ(p->max_threads, 256u);
   EXPECT_EQ(p->max_ntid, (std::array<uint32_t, 3>{256, 1, 1}));
   EXPECT_EQ(p->max_reg_count, 128u);  // __launch_bounds__(256, 2) caps registers at 65536 / 512
@@ -87,11 +88,13 @@ TEST_P(ProbeByArch, AgreesWithPtxasFieldByField) {
   EXPECT_EQ(l->max_threads, 128u);
   EXPECT_EQ(l->max_reg_count, 255u);
   EXPECT_EQ(l->params, (std::vector<ParamInfo>{{0, 0, 8}, {1, 8, 4}}));
+  EXPECT_EQ(l->dynamic_shared, 0u);
   const KernelInfo* c = info.kernel("probe_cluster");
   if (info.arch.major >= 9) {
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(c->cluster, (std::array<uint32_t, 3>{2, 1, 1}));
     EXPECT_TRUE(c->explicit_cluster);
+    EXPECT_EQ(c->dynamic_shared, 0u);  // states nothing
     EXPECT_EQ(c->max_threads, 1024u);
   } else {
     EXPECT_EQ(c, nullptr);

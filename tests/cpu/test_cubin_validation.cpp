@@ -121,6 +121,32 @@ TEST(CubinValidation, SymtabShndx) {
   poke<uint16_t>(b, symtab.s.offset + 24 + 6, 500);  // symbol 1's section index
   expect_rule(b, "symtab-shndx", "section 500");
 }
+// File offset of a symbol's table entry, and the symbol.
+std::pair<uint64_t, detail::Symbol> symbol(const std::vector<std::byte>& b, std::string_view name) {
+  const ElfFile elf = *ElfFile::parse(ByteView(b, Errc::corrupt_cubin));
+  const Located symtab = section(b, ".symtab");
+  for (size_t i = 0; i < elf.symbols.size(); ++i)
+    if (elf.symbols[i].name == name) return {symtab.s.offset + i * 24, elf.symbols[i]};
+  ADD_FAILURE() << "no symbol " << name;
+  return {};
+}
+TEST(CubinValidation, DynamicSmemIsAFourByteObject) {
+  auto b = probe();
+  poke<uint64_t>(b, symbol(b, "cubinrt_dynamic_smem_probe_params").first + 16, 8);  // st_size
+  expect_rule(b, "dynamic-smem", "probe_params");
+}
+TEST(CubinValidation, DynamicSmemInsideItsSection) {
+  auto b = probe();
+  poke<uint64_t>(b, symbol(b, "cubinrt_dynamic_smem_probe_params").first + 8, uint64_t{1} << 40);  // st_value
+  expect_rule(b, "inside-file", "cubinrt_dynamic_smem_probe_params");
+}
+TEST(CubinValidation, SharedSizeWithinAnyGpu) {
+  auto b = probe();
+  const auto [at, sym] = symbol(b, "cubinrt_dynamic_smem_probe_params");
+  const ElfFile elf = *ElfFile::parse(ByteView(b, Errc::corrupt_cubin));
+  poke<uint32_t>(b, elf.sections[sym.shndx].offset + sym.value, 240000);
+  expect_rule(b, "shared-size", "240000 dynamic");
+}
 TEST(CubinValidation, KnownSm) {
   auto b = probe();
   poke<uint8_t>(b, 48 + 1, 77);  // v8: the SM is e_flags bits 8-15

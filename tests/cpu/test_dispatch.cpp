@@ -174,6 +174,26 @@ TEST_F(Dispatch, SplitsBalanceTheBusiestMultiprocessor) {
   EXPECT_EQ(plan->num_splits(), 1);
 }
 
+TEST_F(Dispatch, LaunchPassesTheKernelsDynamicSharedMemory) {
+  // 16-bit KV at head_dim 256 stages its steps in a 96 KiB ring: more than a block may take
+  // without the attribute the loader raised (the fake driver refuses such a launch otherwise).
+  shape.head_dim = 256;
+  shape.kv_storage = Dtype::bf16;
+  shape.kv_declared = std::nullopt;
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->kernel().dynamic_shared, 98304u);
+  CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
+  EXPECT_EQ(fake_state().launches.back().config.sharedMemBytes, 98304u);
+  // The FP8 kernel of the same head_dim fits its ring in 48 KiB of static shared memory.
+  shape.kv_storage = Dtype::uint8;
+  shape.kv_declared = Dtype::fp8_e4m3;
+  plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
+  EXPECT_EQ(fake_state().launches.back().config.sharedMemBytes, 0u);
+}
+
 TEST_F(Dispatch, DriverLaunchErrorIsReported) {
   auto plan = DecodePlan::create(*rt, shape);
   CUBINRT_ASSERT_OK(plan);

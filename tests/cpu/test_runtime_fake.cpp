@@ -1,5 +1,6 @@
 // The whole loader against a test double of the driver: emulated devices of every supported arch,
 // and faults, with the exact error texts engines see.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -63,6 +64,28 @@ TEST(FakeRuntime, Hd512RequiredOnH200IsOneSentence) {
             "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=512 q=bf16 kv=fp8_e4m3 page_size=16: head_dim=512 is built for "
             "sm_100a and sm_103a only; use an SM100 (Blackwell) GPU or head_dim <= 256");
   EXPECT_EQ(fake_state().loads, 0);  // refused before anything was loaded
+}
+
+TEST(FakeRuntime, DynamicSharedMemoryIsRaisedOrRefused) {
+  RuntimeOptions o;
+  o.required = {{256}, {Dtype::bf16}, {Dtype::bf16}, {16}};
+  // The H200 gives a block up to 227 KiB: the loader raises the kernel's limit to what it states.
+  auto rt = create({h200()}, {}, o);
+  CUBINRT_ASSERT_OK(rt);
+  const LoadedKernel* k = (*rt)->loaded().front();
+  EXPECT_GT(k->dynamic_shared, 48u * 1024);
+  EXPECT_EQ(k->dynamic_shared, k->entry->dynamic_shared);
+  // A GPU that gives a block 64 KiB is told why, at init, before anything runs.
+  FakeDevice small = h200();
+  small.name = "Small GPU";
+  small.shared_optin = 65536;
+  auto refused = create({small}, {}, o);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::unsupported);
+  EXPECT_NE(refused.error().message.find(fmt::format("needs {} bytes of shared memory a block (0 static, {} dynamic), the device allows 65536",
+                                                     k->dynamic_shared, k->dynamic_shared)),
+            std::string::npos)
+      << refused.error().message;
 }
 
 TEST(FakeRuntime, Hd512RequiredOnB200Loads) {

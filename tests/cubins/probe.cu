@@ -13,6 +13,11 @@ struct Big {
   int v[33];
 };
 
+// probe_params states the dynamic shared memory its launches pass (cubinrt's convention);
+// probe_local states none, as a zero (which lands in NOBITS .nv.global).
+extern "C" __device__ const uint32_t cubinrt_dynamic_smem_probe_params = 70000;
+extern "C" __device__ const uint32_t cubinrt_dynamic_smem_probe_local = 0;
+
 extern "C" __global__ void __launch_bounds__(256, 2)
 probe_params(const float* a, float* b, int n, float s, Mixed m, char c, short h, double d, Big big) {
   __shared__ float tile[1024];

@@ -17,6 +17,7 @@ struct FakeLibrary {
 struct FakeKernel {
   const FakeLibrary* lib;
   const KernelInfo* kernel;
+  int max_dynamic_shared = -1;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, -1 until set
 };
 std::mutex g_objects_mu;
 std::list<FakeLibrary> g_libraries;
@@ -120,12 +121,22 @@ CUresult library_get_kernel(CUkernel* k, CUlibrary lib, const char* name) {
                     (a.variant == Arch::Variant::accel ? static_cast<int>(a.minor) == d->minor : static_cast<int>(a.minor) <= d->minor);
   if (!runs) return CUDA_ERROR_NO_BINARY_FOR_GPU;
   std::lock_guard lock(g_objects_mu);
-  g_kernels.push_back({l, ki});
+  g_kernels.push_back({l, ki, -1});
   *k = reinterpret_cast<CUkernel>(&g_kernels.back());
   return CUDA_SUCCESS;
 }
 CUresult kernel_function(CUfunction* f, CUkernel k) { return *f = reinterpret_cast<CUfunction>(k), CUDA_SUCCESS; }
-CUresult kernel_set_attribute(CUfunction_attribute, int, CUkernel, CUdevice) { return CUDA_SUCCESS; }
+// The real driver's rules for dynamic shared memory: a block may take up to 48 KiB less its
+// static part by default; more only up to the device's opt-in, once this attribute allows it.
+constexpr int kDefaultSharedPerBlock = 48 * 1024;
+CUresult kernel_set_attribute(CUfunction_attribute a, int v, CUkernel k, CUdevice device) {
+  auto* fk = reinterpret_cast<FakeKernel*>(k);
+  const FakeDevice* d = dev(device);
+  if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || !d) return CUDA_SUCCESS;
+  if (v < 0 || v + static_cast<int>(fk->kernel->static_shared) > d->shared_optin) return CUDA_ERROR_INVALID_VALUE;
+  fk->max_dynamic_shared = v;
+  return CUDA_SUCCESS;
+}
 CUresult func_attribute(int* v, CUfunction_attribute, CUfunction) { return *v = 0, CUDA_SUCCESS; }
 CUresult param_info(CUfunction f, size_t i, size_t* offset, size_t* size) {
   const auto* k = reinterpret_cast<const FakeKernel*>(f);
@@ -137,6 +148,9 @@ CUresult param_info(CUfunction f, size_t i, size_t* offset, size_t* size) {
 CUresult occupancy(int* n, CUfunction, int, size_t) { return *n = 4, CUDA_SUCCESS; }
 CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void**, void** extra) {
   if (g_state.faults.launch != CUDA_SUCCESS) return g_state.faults.launch;
+  const auto* fk = reinterpret_cast<const FakeKernel*>(f);
+  const int allowed = std::max(fk->max_dynamic_shared, kDefaultSharedPerBlock - static_cast<int>(fk->kernel->static_shared));
+  if (config->sharedMemBytes > static_cast<unsigned>(allowed)) return CUDA_ERROR_INVALID_VALUE;
   LaunchRecord r;
   r.config = *config;
   r.kernel = reinterpret_cast<const FakeKernel*>(f)->kernel->name;

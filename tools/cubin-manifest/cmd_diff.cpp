@@ -25,6 +25,7 @@ void add_diff(CLI::App& app, Global& g) {
       if (old->abi_version != e.abi_version || old->abi_name != e.abi_name) what.push_back(fmt::format("ABI {} v{} -> {} v{}", old->abi_name, old->abi_version, e.abi_name, e.abi_version));
       if (old->registers != e.registers) what.push_back(fmt::format("registers {} -> {}", old->registers, e.registers));
       if (old->static_shared != e.static_shared) what.push_back(fmt::format("static shared {} -> {}", old->static_shared, e.static_shared));
+      if (old->dynamic_shared != e.dynamic_shared) what.push_back(fmt::format("dynamic shared {} -> {}", old->dynamic_shared, e.dynamic_shared));
       if (old->min_driver_version != e.min_driver_version) what.push_back(fmt::format("minimum driver {} -> {}", old->min_driver_version, e.min_driver_version));
       if (!what.empty()) changed.push_back({{"entry", e.id}, {"changes", what}});
     }

@@ -18,7 +18,7 @@ nlohmann::ordered_json cubin_json(const cubinrt::CubinInfo& c) {
     nlohmann::ordered_json params = nlohmann::ordered_json::array();
     for (const auto& p : k.params) params.push_back({{"ordinal", p.ordinal}, {"offset", p.offset}, {"size", p.size}});
     kernels.push_back({{"name", k.name}, {"registers", k.registers}, {"max_reg_count", k.max_reg_count},
-                       {"static_shared", k.static_shared}, {"local_bytes", k.local_bytes}, {"max_threads", k.max_threads},
+                       {"static_shared", k.static_shared}, {"dynamic_shared", k.dynamic_shared}, {"local_bytes", k.local_bytes}, {"max_threads", k.max_threads},
                        {"max_ntid", k.max_ntid}, {"req_ntid", k.req_ntid}, {"cluster", k.cluster},
                        {"explicit_cluster", k.explicit_cluster}, {"num_barriers", k.num_barriers}, {"code_size", k.code_size},
                        {"param_base", k.param_base}, {"param_bytes", k.param_bytes}, {"params", params}});
@@ -35,8 +35,8 @@ void print_cubin(const cubinrt::CubinInfo& c) {
   if (!c.tool_name.empty()) fmt::print("built by {}: {}; options '{}'\n", c.tool_name, c.tool_version, c.tool_options);
   for (const auto& k : c.kernels) {
     fmt::print("\nkernel {}\n", bold(k.name));
-    fmt::print("  registers {} (max {}), static shared {} B, local {} B/thread, max threads {}, barriers {}, code {} B\n", k.registers,
-               k.max_reg_count, k.static_shared, k.local_bytes, k.max_threads, k.num_barriers, k.code_size);
+    fmt::print("  registers {} (max {}), static shared {} B, dynamic shared {} B, local {} B/thread, max threads {}, barriers {}, code {} B\n",
+               k.registers, k.max_reg_count, k.static_shared, k.dynamic_shared, k.local_bytes, k.max_threads, k.num_barriers, k.code_size);
     if (k.req_ntid[0]) fmt::print("  required block {}\n", fmt::join(k.req_ntid, "x"));
     if (k.cluster[0]) fmt::print("  cluster {}{}\n", fmt::join(k.cluster, "x"), k.explicit_cluster ? " (explicit)" : "");
     fmt::print("  {} parameters, {} bytes at constant bank offset {:#x}\n", k.params.size(), k.param_bytes, k.param_base);

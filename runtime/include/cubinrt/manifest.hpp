@@ -28,6 +28,7 @@ struct ManifestEntry {
   int min_driver_version = 0;    // CUDA driver API version needed (13000 = 13.0)
   uint32_t registers = 0;        // informative, from the cubin
   uint32_t static_shared = 0;
+  uint32_t dynamic_shared = 0;   // from the cubin: what every launch must pass (checked at verify)
   uint32_t max_threads = 0;
 };
 

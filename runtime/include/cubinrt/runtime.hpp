@@ -59,6 +59,7 @@ struct LoadedKernel {
   CUfunc_st* function = nullptr;  // resolved for this device's context
   uint32_t registers = 0;
   uint32_t static_shared = 0;
+  uint32_t dynamic_shared = 0;    // passed by every launch (the kernel's own statement, verified)
   int blocks_per_sm = 0;          // occupancy at the kernel's block size
   double load_ms = 0;             // verify + load + resolve + ABI check
 };

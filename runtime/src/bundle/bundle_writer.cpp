@@ -46,6 +46,7 @@ Result<ManifestEntry> describe(const CatalogVariant& v, std::span<const std::byt
   e.min_driver_version = info.min_driver_version();
   e.registers = k->registers;
   e.static_shared = k->static_shared;
+  e.dynamic_shared = k->dynamic_shared;
   e.max_threads = k->max_threads;
   return e;
 }

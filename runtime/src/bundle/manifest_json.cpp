@@ -30,6 +30,7 @@ ordered_json entry_json(const ManifestEntry& e) {
       {"min_driver_version", e.min_driver_version},
       {"registers", e.registers},
       {"static_shared", e.static_shared},
+      {"dynamic_shared", e.dynamic_shared},
       {"max_threads", e.max_threads},
   };
 }
@@ -54,6 +55,7 @@ Result<ManifestEntry> parse_entry(const ordered_json& j) {
   e.min_driver_version = j.at("min_driver_version").get<int>();
   e.registers = j.at("registers").get<uint32_t>();
   e.static_shared = j.at("static_shared").get<uint32_t>();
+  e.dynamic_shared = j.value("dynamic_shared", 0u);  // absent in manifests written before it existed
   e.max_threads = j.at("max_threads").get<uint32_t>();
   if (e.sha256.size() != 64 || e.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
     return fail(Errc::corrupt_manifest, fmt::format("entry {}: sha256 '{}' is not 64 lowercase hex digits", e.id, e.sha256));

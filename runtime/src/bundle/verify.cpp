@@ -15,6 +15,8 @@ Status agree(const ManifestEntry& e, const VerifiedCubin& v) {
     return bad(fmt::format("toolkit {} in the manifest, {} in the cubin", e.toolkit_version, v.info.toolkit_version));
   if (v.info.min_driver_version() != e.min_driver_version)
     return bad(fmt::format("minimum driver {} in the manifest, {} from the cubin", e.min_driver_version, v.info.min_driver_version()));
+  if (v.kernel->dynamic_shared != e.dynamic_shared)
+    return bad(fmt::format("{} bytes of dynamic shared memory in the manifest, {} in the cubin", e.dynamic_shared, v.kernel->dynamic_shared));
   if (v.kernel->registers != e.registers)
     return bad(fmt::format("{} registers in the manifest, {} in the cubin", e.registers, v.kernel->registers));
   return {};

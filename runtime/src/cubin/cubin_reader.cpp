@@ -107,6 +107,29 @@ const Section* section_for(const ElfFile& elf, std::string_view prefix, std::str
   return nullptr;
 }
 
+// The most shared memory any supported GPU gives one block (sm_90 and sm_100 opt-in: 227 KiB).
+constexpr uint32_t kMaxSharedPerBlock = 227 * 1024;
+
+// A kernel that takes dynamic shared memory says how much in a 4-byte device object named
+// cubinrt_dynamic_smem_<kernel> (a zero one lives in NOBITS .nv.global); absent means none.
+Status read_dynamic_shared(const ElfFile& elf, KernelInfo& k) {
+  constexpr std::string_view kPrefix = "cubinrt_dynamic_smem_";
+  for (const Symbol& s : elf.symbols) {
+    if (s.name.size() != kPrefix.size() + k.name.size() || !s.name.starts_with(kPrefix) || !s.name.ends_with(k.name)) continue;
+    if ((s.info & 0xf) != 1 /* OBJECT */ || s.size != 4 || s.shndx == 0 || s.shndx >= elf.sections.size())
+      return fail(Errc::corrupt_cubin, fmt::format("rule dynamic-smem: kernel '{}': {} is not a 4-byte object in a section", k.name, s.name));
+    const Section& sec = elf.sections[s.shndx];
+    if (sec.type == kShtNobits) {
+      if (s.value > sec.size || sec.size - s.value < 4) return fail(Errc::corrupt_cubin, fmt::format("rule dynamic-smem: kernel '{}': {} lies outside its section", k.name, s.name));
+      k.dynamic_shared = 0;
+    } else {
+      const ByteView bytes = CUBINRT_TRY(elf.contents(sec));
+      k.dynamic_shared = CUBINRT_TRY(bytes.read<uint32_t>(s.value, s.name));
+    }
+  }
+  return {};
+}
+
 Result<KernelInfo> read_kernel(const ElfFile& elf, const GlobalAttrs& globals, const Symbol& sym, uint32_t sym_index,
                                const CubinInfo& info) {
   KernelInfo k;
@@ -201,6 +224,10 @@ Result<KernelInfo> read_kernel(const ElfFile& elf, const GlobalAttrs& globals, c
     const uint64_t reserved = info.arch.major >= 9 && shared->size >= 1024 ? 1024 : 0;
     k.static_shared = static_cast<uint32_t>(shared->size - reserved);
   }
+  CUBINRT_TRY(read_dynamic_shared(elf, k));
+  if (uint64_t{k.static_shared} + k.dynamic_shared > kMaxSharedPerBlock)
+    return bad("shared-size", fmt::format("{} static + {} dynamic bytes of shared memory exceed the {} any GPU gives a block", k.static_shared,
+                                          k.dynamic_shared, kMaxSharedPerBlock));
   return k;
 }
 

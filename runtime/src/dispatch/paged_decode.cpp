@@ -181,7 +181,7 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
   config.gridDimZ = static_cast<unsigned>(num_splits_);
   config.blockDimX = CUBINRT_PAGED_DECODE_THREADS;
   config.blockDimY = config.blockDimZ = 1;
-  config.sharedMemBytes = 0;
+  config.sharedMemBytes = kernel_->dynamic_shared;
   config.hStream = stream;
   const DriverApi& d = runtime_->driver();
   return d.check(d.cuLaunchKernelEx(&config, kernel_->function, nullptr, extra), "cuLaunchKernelEx",

@@ -177,13 +177,16 @@ Result<LoadedKernel> Runtime::Impl::load(const Slot& slot, Result<VerifiedCubin>
   Result<VerifiedCubin>& verified = pre ? *pre : own;
   if (!verified) return std::unexpected(std::move(verified).error().context(device.str()));
   const AbiLayout* abi = CUBINRT_TRY(find_abi(e.abi_name, e.abi_version));
-  if (verified->kernel->static_shared > static_cast<uint32_t>(device.shared_optin))
-    return fail(Errc::unsupported, fmt::format("{}: needs {} bytes of shared memory, the device allows {}", what, verified->kernel->static_shared, device.shared_optin));
+  const uint64_t shared = uint64_t{verified->kernel->static_shared} + verified->kernel->dynamic_shared;
+  if (shared > static_cast<uint64_t>(device.shared_optin))
+    return fail(Errc::unsupported, fmt::format("{}: needs {} bytes of shared memory a block ({} static, {} dynamic), the device allows {}", what,
+                                               shared, verified->kernel->static_shared, verified->kernel->dynamic_shared, device.shared_optin));
 
   LoadedKernel k;
   k.entry = &e;
   k.registers = verified->kernel->registers;
   k.static_shared = verified->kernel->static_shared;
+  k.dynamic_shared = verified->kernel->dynamic_shared;
   ScopedContext scope(d, context);
   CUBINRT_TRY(d.check(d.cuLibraryLoadData(&k.library, verified->bytes.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "cuLibraryLoadData", what));
   auto unload_on_error = [&](Error err) {
@@ -195,12 +198,12 @@ Result<LoadedKernel> Runtime::Impl::load(const Slot& slot, Result<VerifiedCubin>
   if (auto s = d.check(d.cuKernelGetFunction(&k.function, k.kernel), "cuKernelGetFunction", what); !s) return unload_on_error(s.error());
 
   if (auto s = check_driver_abi(d, k.function, *abi, what); !s) return unload_on_error(s.error());
-  // The paged decode kernels use static shared memory only; their dynamic need is 0.
-  constexpr int kDynamicShared = 0;
-  if (auto s = d.check(d.cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kDynamicShared, k.kernel, cu_device),
+  // Set even when 0: the attribute is per device, and launches beyond 48 KiB need it raised.
+  const int dynamic_shared = static_cast<int>(k.dynamic_shared);
+  if (auto s = d.check(d.cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_shared, k.kernel, cu_device),
                        "cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", what); !s)
     return unload_on_error(s.error());
-  if (auto s = d.check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&k.blocks_per_sm, k.function, CUBINRT_PAGED_DECODE_THREADS, kDynamicShared),
+  if (auto s = d.check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&k.blocks_per_sm, k.function, CUBINRT_PAGED_DECODE_THREADS, dynamic_shared),
                        "cuOccupancyMaxActiveBlocksPerMultiprocessor", what); !s)
     return unload_on_error(s.error());
   if (k.blocks_per_sm < 1)
