@@ -144,8 +144,7 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
   const int split = blockIdx.z;
   // Clamped to the block table row: a length past its capacity never reads past the row.
   const int seq_len = min(p.seq_lens[w.b], p.block_table_stride * kPageSize);
-  w.t_split = split * p.pages_per_split * kPageSize;
-  w.t_begin = min(seq_len, w.t_split);
+  w.t_begin = min(seq_len, split * p.pages_per_split * kPageSize);
   w.t_end = min(seq_len, w.t_begin + p.pages_per_split * kPageSize);
   w.warp = threadIdx.x / 32;
   w.lane = threadIdx.x % 32;

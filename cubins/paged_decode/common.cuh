@@ -56,7 +56,6 @@ struct BlockWork {
   int kvh;      // kv head
   int head0;    // first q head of the chunk
   int heads;    // q heads in the chunk (1..kGroup)
-  int t_split;  // where this split starts, whatever the sequence length
   int t_begin;  // token range of this split
   int t_end;
   int warp;

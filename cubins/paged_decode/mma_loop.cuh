@@ -35,15 +35,16 @@ using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, uint2>::type;
 //                register loop, 2 tiles, 4 blocks: 508 us. At B1 L32768 the ring is 10% faster.
 //   D128 FP8:    2 tiles, 3 staged steps, 4 blocks: 277 us; 1 tile 6 steps: 319; 2 tiles
 //                uncapped (3 blocks): 300; register loop 2 tiles: 323.
-//   D256 16-bit: 1 tile, 3 staged steps: a 96 KB ring (dynamic shared memory), 2 blocks: TBD us;
-//                register loop, 4 tiles (32 KB, 255 registers), 1 block: 1073-1136 us.
+//   D256 16-bit: register loop, 4 tiles (32 KB, 255 registers), 1 block: 1073-1136 us. Its ring
+//                (1 tile, 3 steps: 96 KB of dynamic shared memory, 2 blocks) is built and
+//                CPU-tested (tests/catalogs/ring_hd256_sm90.json) but not yet run on the GPU.
 //   D256 FP8:    1 tile, 3 staged steps (3 blocks by registers): 572 us; capped to 4 blocks it
 //                spills: 829; register loop 2 tiles: 662.
 // head_dim 64 (not measured) keeps the register loop with 8 KB a step.
 #ifdef CUBINRT_MMA_TILES  // experiments only: the catalog build never sets it
 constexpr int kTiles = CUBINRT_MMA_TILES;
 #else
-constexpr int kTiles = kHeadDim == 64 ? (kKvIsFp8 ? 8 : 4) : kHeadDim == 128 ? (kKvIsFp8 ? 2 : 1) : 1;
+constexpr int kTiles = kHeadDim == 64 ? (kKvIsFp8 ? 8 : 4) : kHeadDim == 128 ? (kKvIsFp8 ? 2 : 1) : (kKvIsFp8 ? 1 : 4);
 #endif
 constexpr int kMinBlocks = kHeadDim == 128 ? 4 : 1;
 constexpr int kStep = 8 * kTiles;                       // tokens per warp step
@@ -57,7 +58,7 @@ constexpr int kVTokens = kTiles == 1 ? 2 : 2 * kTiles;  // V rows a lane holds p
 #ifdef CUBINRT_MMA_STAGES  // experiments only
 constexpr int kStages = CUBINRT_MMA_STAGES;
 #else
-constexpr int kStages = kHeadDim >= 128 ? 3 : 0;
+constexpr int kStages = kHeadDim == 128 || (kHeadDim == 256 && kKvIsFp8) ? 3 : 0;
 #endif
 constexpr int kRowChunks = kHeadDim * kKvBytes / 16;  // 16-byte chunks of a K or V row
 constexpr int kStepChunks = kStep * kRowChunks;        // of K (or V) in one warp step
@@ -66,8 +67,8 @@ constexpr int kRing = kStages > 0 ? kStages : 1;       // slots of the ring (kSt
 static_assert(kHeadDim % 64 == 0 && kHeadDim <= 256, "the mma loop covers head_dim 64, 128, 256");
 static_assert(kTiles == 1 || kTiles % 2 == 0, "P.V takes n-tiles in pairs");
 static_assert(kGroup <= 8, "q heads are the 8 columns of the P.V mma");
-static_assert(kStages == 0 || (kRowChunks >= 8 && kVLoadBytes == 16 && kStepChunks % 32 == 0 && kLookups == 1),
-              "the shared-memory pipeline needs rows of 128 bytes or more, 16-byte V loads and steps of one page group");
+static_assert(kStages == 0 || (kRowChunks >= 8 && kVLoadBytes == 16 && kStepChunks % 32 == 0),
+              "the shared-memory pipeline needs rows of 128 bytes or more and 16-byte V loads");
 
 // A warp's ring of kStages steps, each K then V (kStep rows of kRowChunks chunks), swizzled. Past
 // 48 KB the block's shared memory becomes dynamic (paged_decode.cu says how the host learns it).
@@ -344,32 +345,21 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV1& p, 
   if constexpr (kStages > 0) {
     uint4* ring = stage.chunk + w.warp * kStages * 2 * kStepChunks;
     const int steps = first < w.t_end ? (w.t_end - first + kStride - 1) / kStride : 0;
-    // A step's pages, found from where the split starts rather than from the sequence length
-    // (equal whenever the step exists), so the first lookups go out together with the seq_lens
-    // load instead of after it. A step is one page group, and clamping to the row keeps a lookup
-    // for a step that does not exist in bounds.
-    const int spec_first = w.t_split + w.warp * kStep;
-    const int last_page = p.block_table_stride - 1;
-    auto pages_of = [&](int k) {
-      StepPages sp;
-      sp.page[0] = pages[min((spec_first + k * kStride) / kPageSize, last_page)];
-      return sp;
-    };
     // Every iteration commits one group (empty past the last step), so "all but the newest
     // kStages - 1 groups done" always means "this step's group done".
 #pragma unroll
     for (int k = 0; k < kStages - 1; ++k) {
-      const StepPages sp = pages_of(k);
-      if (k < steps) issue_step(p, sp, w.lane, kbase, vbase, first + k * kStride, ring + k * 2 * kStepChunks);
+      if (k < steps) issue_step(p, step_pages(pages, first + k * kStride, w.t_end), w.lane, kbase, vbase, first + k * kStride, ring + k * 2 * kStepChunks);
       cp_async_commit();
     }
     // Each step's pages are looked up one iteration before its copies go out, so the block-table
     // load never stalls the issue.
-    StepPages next = pages_of(kStages - 1);
+    StepPages next{};
+    if (kStages - 1 < steps) next = step_pages(pages, first + (kStages - 1) * kStride, w.t_end);
     for (int k = 0; k < steps; ++k) {
       const int ahead = k + kStages - 1;  // into the slot step k - 1 used, which every lane has read
       if (ahead < steps) issue_step(p, next, w.lane, kbase, vbase, first + ahead * kStride, ring + (ahead % kRing) * 2 * kStepChunks);
-      if (ahead + 1 < steps) next = pages_of(ahead + 1);
+      if (ahead + 1 < steps) next = step_pages(pages, first + (ahead + 1) * kStride, w.t_end);
       cp_async_commit();
       cp_async_wait<kStages - 1>();
       __syncwarp();  // the other lanes' copies of step k are visible

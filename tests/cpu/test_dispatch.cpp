@@ -175,17 +175,23 @@ TEST_F(Dispatch, SplitsBalanceTheBusiestMultiprocessor) {
 }
 
 TEST_F(Dispatch, LaunchPassesTheKernelsDynamicSharedMemory) {
-  // 16-bit KV at head_dim 256 stages its steps in a 96 KiB ring: more than a block may take
+  // 16-bit KV at head_dim 256 with its 96 KiB ring (the test bundle): more than a block may take
   // without the attribute the loader raised (the fake driver refuses such a launch otherwise).
+  RuntimeOptions o;
+  o.driver = make_fake_driver({h200()});
+  o.bundle = std::make_shared<const Bundle>(*Bundle::open(std::string(CUBINRT_TEST_BINARY_DIR) + "/ring_hd256_sm90.bundle"));
+  o.lazy = true;
+  auto ring = Runtime::create(o);
+  CUBINRT_ASSERT_OK(ring);
   shape.head_dim = 256;
   shape.kv_storage = Dtype::bf16;
   shape.kv_declared = std::nullopt;
-  auto plan = DecodePlan::create(*rt, shape);
+  auto plan = DecodePlan::create(**ring, shape);
   CUBINRT_ASSERT_OK(plan);
   EXPECT_EQ(plan->kernel().dynamic_shared, 98304u);
   CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
   EXPECT_EQ(fake_state().launches.back().config.sharedMemBytes, 98304u);
-  // The FP8 kernel of the same head_dim fits its ring in 48 KiB of static shared memory.
+  // The default bundle's kernels fit their shared memory statically: they pass none.
   shape.kv_storage = Dtype::uint8;
   shape.kv_declared = Dtype::fp8_e4m3;
   plan = DecodePlan::create(*rt, shape);

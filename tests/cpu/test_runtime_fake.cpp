@@ -69,6 +69,7 @@ TEST(FakeRuntime, Hd512RequiredOnH200IsOneSentence) {
 TEST(FakeRuntime, DynamicSharedMemoryIsRaisedOrRefused) {
   RuntimeOptions o;
   o.required = {{256}, {Dtype::bf16}, {Dtype::bf16}, {16}};
+  o.bundle = std::make_shared<const Bundle>(*Bundle::open(std::string(CUBINRT_TEST_BINARY_DIR) + "/ring_hd256_sm90.bundle"));
   // The H200 gives a block up to 227 KiB: the loader raises the kernel's limit to what it states.
   auto rt = create({h200()}, {}, o);
   CUBINRT_ASSERT_OK(rt);
