@@ -195,13 +195,18 @@ __device__ __forceinline__ StepPages step_pages(const int32_t* pages, int t0, in
   return sp;
 }
 
+// Element offset (within a kv head) of the first token of group i of the step at t0.
+__device__ __forceinline__ int64_t group_base(const CubinrtPagedDecodeParamsV1& p, const StepPages& sp, int t0, int i) {
+  return static_cast<int64_t>(sp.page[i]) * p.kv_stride_page + ((t0 + i * kGroupTokens) % kPageSize) * p.kv_stride_token;
+}
+
 // Issues one warp step's K and V loads.
 __device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, const int32_t* pages, const char* kbase,
                                           const char* vbase, int t0, int g, int t, StepLoads& out) {
   const StepPages sp = step_pages(pages, t0, w.t_end);
-  int64_t base[kLookups];  // element offset of each group's first token
+  int64_t base[kLookups];
 #pragma unroll
-  for (int i = 0; i < kLookups; ++i) base[i] = static_cast<int64_t>(sp.page[i]) * p.kv_stride_page + ((t0 + i * kGroupTokens) % kPageSize) * p.kv_stride_token;
+  for (int i = 0; i < kLookups; ++i) base[i] = group_base(p, sp, t0, i);
 #pragma unroll
   for (int n = 0; n < kTiles; ++n) {
     const int row = n * 8 + g;
@@ -239,7 +244,7 @@ __device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV1& p, 
     const int i = lane + 32 * k, row = i / kRowChunks, c = i % kRowChunks;
     // 32 chunks never straddle a 16-token group (a group is 16 * kRowChunks >= 128 chunks).
     const int grp = 32 * k / (kGroupTokens * kRowChunks);
-    const int64_t off = (static_cast<int64_t>(sp.page[grp]) * p.kv_stride_page + ((t0 + grp * kGroupTokens) % kPageSize + row % kGroupTokens) * p.kv_stride_token) * kKvBytes + c * 16;
+    const int64_t off = (group_base(p, sp, t0, grp) + (row % kGroupTokens) * p.kv_stride_token) * kKvBytes + c * 16;
     cp_async16(buf + staged(row, c), kbase + off);
     cp_async16(buf + kStepChunks + staged(row, c), vbase + off);
   }
