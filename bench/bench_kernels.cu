@@ -1,5 +1,6 @@
-// Kernels the benchmark needs besides cubinrt's own: an empty kernel (the bare-launch ceiling)
-// and a device-side fill of random, never-zero data (host-side generation of gigabytes is slow).
+// Kernels the benchmark needs besides cubinrt's own: an empty kernel (the bare-launch ceiling),
+// a streaming read (the read-only ceiling: what a kernel that only reads can reach) and a
+// device-side fill of random, never-zero data (host-side generation of gigabytes is slow).
 #include <cuda_fp16.h>
 #include <stdint.h>
 
@@ -26,4 +27,21 @@ extern "C" __global__ void bench_fill8(uint8_t* out, uint64_t n, uint64_t seed) 
     const uint32_t r = mix(seed * 0x9e3779b97f4a7c15ull + i);
     out[i] = static_cast<uint8_t>((r & 0x80) | (1 + (r >> 8) % 0x43));
   }
+}
+
+// Reads n 16-byte words once, four loads in flight per thread; the XOR of what it read goes to
+// sink (one word per thread) so that no load can be dropped.
+extern "C" __global__ void bench_read(const uint4* in, uint64_t n, uint32_t* sink) {
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
+  uint32_t acc = 0;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 x[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) x[k] = __ldcs(in + i + k * stride);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) acc ^= x[k].x ^ x[k].y ^ x[k].z ^ x[k].w;
+  }
+  for (; i < n; i += stride) { const uint4 x = __ldcs(in + i); acc ^= x.x ^ x.y ^ x.z ^ x.w; }
+  sink[blockIdx.x * uint64_t(blockDim.x) + threadIdx.x] = acc;
 }

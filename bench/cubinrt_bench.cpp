@@ -79,7 +79,7 @@ struct Events {
 
 struct BenchKernels {
   CUlibrary lib = nullptr;
-  CUfunction empty = nullptr, fill16 = nullptr, fill8 = nullptr;
+  CUfunction empty = nullptr, fill16 = nullptr, fill8 = nullptr, read = nullptr;
 };
 
 BenchKernels load_bench_kernels(const std::string& path) {
@@ -96,6 +96,7 @@ BenchKernels load_bench_kernels(const std::string& path) {
   k.empty = get("bench_empty");
   k.fill16 = get("bench_fill16");
   k.fill8 = get("bench_fill8");
+  k.read = get("bench_read");
   return k;
 }
 
@@ -108,10 +109,11 @@ void fill(const BenchKernels& k, CUdeviceptr p, uint64_t elems, int bits, Dtype 
 
 struct Ceilings {
   double copy_tbps = 0;   // (read + write) bytes / s
+  double read_tbps = 0;   // bytes read / s by a kernel that only reads
   double launch_us = 0;   // back-to-back empty kernel launches
 };
 
-Ceilings measure_ceilings(const BenchKernels& k) {
+Ceilings measure_ceilings(const BenchKernels& k, int multiprocessors) {
   Ceilings c;
   const size_t bytes = size_t{2} << 30;
   CUdeviceptr a = 0, b = 0;
@@ -122,6 +124,17 @@ Ceilings measure_ceilings(const BenchKernels& k) {
   std::vector<double> ms;
   for (int i = 0; i < 12; ++i) ms.push_back(ev.time([&] { check(g_d->cuMemcpyDtoD(b, a, bytes), "cuMemcpyDtoD"); }));
   c.copy_tbps = 2.0 * bytes / (median(ms) * 1e-3) / 1e12;
+  // The read-only ceiling, over the same 2 GiB: a full multiprocessor's threads on each.
+  const unsigned read_blocks = 4 * static_cast<unsigned>(multiprocessors), read_threads = 512;
+  CUdeviceptr sink = 0;
+  check(g_d->cuMemAlloc(&sink, size_t{read_blocks} * read_threads * 4), "cuMemAlloc");
+  uint64_t words = bytes / 16;
+  void* read_args[] = {&a, &words, &sink};
+  ms.clear();
+  for (int i = 0; i < 12; ++i)
+    ms.push_back(ev.time([&] { check(g_d->cuLaunchKernel(k.read, read_blocks, 1, 1, read_threads, 1, 1, 0, nullptr, read_args, nullptr), "cuLaunchKernel(read)"); }));
+  c.read_tbps = double(bytes) / (median(ms) * 1e-3) / 1e12;
+  g_d->cuMemFree(sink);
   g_d->cuMemFree(a);
   g_d->cuMemFree(b);
   constexpr int kLaunches = 2000;
@@ -198,8 +211,8 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
   // Back-to-back launches, as the bare-launch ceiling was measured.
   constexpr int kLoop = 1000;
   const double per_launch_us = ev.time([&] { for (int i = 0; i < kLoop; ++i) launch(); }) * 1e3 / kLoop;
-  md(fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", s.name, dtype_name(kv), plan.num_splits(),
-                 plan.kernel().entry->id, t * 1e3, tbps, tbps / c.copy_tbps, per_launch_us, per_launch_us / c.launch_us));
+  md(fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", s.name, dtype_name(kv), plan.num_splits(),
+                 plan.kernel().entry->id, t * 1e3, tbps, tbps / c.copy_tbps, tbps / c.read_tbps, per_launch_us, per_launch_us / c.launch_us));
   for (CUdeviceptr p : {q, kc, vc, out, table, lens, ws})
     if (p) g_d->cuMemFree(p);
 }
@@ -291,21 +304,21 @@ int main(int argc, char** argv) {
   const BenchKernels k = load_bench_kernels(dir + "bench_kernels.fatbin");
   md(fmt::format("device: {}, driver CUDA {}, bundle {}", rt->device().str(), cuda_version_text(rt->device().driver_version),
                  rt->bundle().name()));
-  const Ceilings c = measure_ceilings(k);
-  md(fmt::format("| ceiling | value |\n|---|---|\n| copy bandwidth (2 GiB cuMemcpyDtoD, read + write) | {:.2f} TB/s |\n| bare launch (empty kernel, 2000 back to back) | {:.2f} us |", c.copy_tbps, c.launch_us));
-  md("\n| shape | kv | splits | kernel | time (us) | KV TB/s | / copy BW | us per launch, back to back | / bare launch |\n|---|---|---|---|---|---|---|---|---|");
+  const Ceilings c = measure_ceilings(k, rt->device().multiprocessors);
+  md(fmt::format("| ceiling | value |\n|---|---|\n| copy bandwidth (2 GiB cuMemcpyDtoD, read + write) | {:.2f} TB/s |\n| read bandwidth (2 GiB read by a kernel that only reads) | {:.2f} TB/s |\n| bare launch (empty kernel, 2000 back to back) | {:.2f} us |", c.copy_tbps, c.read_tbps, c.launch_us));
+  md("\n| shape | kv | splits | kernel | time (us) | KV TB/s | / copy BW | / read BW | us per launch, back to back | / bare launch |\n|---|---|---|---|---|---|---|---|---|---|");
   const Shape shapes[] = {
       {"B64 L8192 32q/8kv D128 p16", 64, 8192, 32, 8, 128, 16},
       {"B64 L8192 16q/8kv D256 p16", 64, 8192, 16, 8, 256, 16},
       {"B1 L32768 32q/8kv D128 p16", 1, 32768, 32, 8, 128, 16},
       {"B1 L128 32q/8kv D128 p16", 1, 128, 32, 8, 128, 16},
       // The planner's split choice against its neighbours (forced).
-      {"B64 L8192 32q/8kv D128 p16, forced", 64, 8192, 32, 8, 128, 16, 1},
       {"B64 L8192 32q/8kv D128 p16, forced", 64, 8192, 32, 8, 128, 16, 2},
-      {"B64 L8192 32q/8kv D128 p16, forced", 64, 8192, 32, 8, 128, 16, 3},
+      {"B64 L8192 32q/8kv D128 p16, forced", 64, 8192, 32, 8, 128, 16, 9},
+      {"B64 L8192 16q/8kv D256 p16, forced", 64, 8192, 16, 8, 256, 16, 2},
       {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 16},
       {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 24},
-      {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 32},
+      {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 33},
       {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 48},
       {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 64},
   };
