@@ -14,6 +14,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -151,6 +152,7 @@ struct Shape {
   const char* name;
   uint32_t batch, len, hq, hk, d, page;
   uint32_t splits = 0;  // 0: the planner's choice; else forced, to check that choice
+  KvLayout layout = KvLayout::nhd;
 };
 
 void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, const Shape& s, Dtype kv) {
@@ -180,7 +182,7 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
 
   DecodeShape shape{.batch = s.batch, .num_q_heads = s.hq, .num_kv_heads = s.hk, .head_dim = s.d, .q_dtype = Dtype::bf16,
                     .kv_storage = fp8 ? Dtype::uint8 : kv, .kv_declared = fp8 ? std::optional<Dtype>(kv) : std::nullopt,
-                    .page_size = s.page, .layout = KvLayout::nhd, .block_table_stride = pages_per_seq, .num_splits = static_cast<int>(s.splits)};
+                    .page_size = s.page, .layout = s.layout, .block_table_stride = pages_per_seq, .num_splits = static_cast<int>(s.splits)};
   const DecodePlan plan = value_or_die(DecodePlan::create(rt, shape), "plan");
   if (plan.workspace_bytes()) {
     check(g_d->cuMemAlloc(&ws, plan.workspace_bytes()), "cuMemAlloc");
@@ -188,7 +190,7 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
   }
   DecodeArgs a;
   a.q = reinterpret_cast<void*>(q);
-  a.kv = {reinterpret_cast<void*>(kc), reinterpret_cast<void*>(vc), shape.kv_storage, shape.kv_declared, 0.5f, 0.5f, nullptr, KvLayout::nhd, s.page, s.hk, num_pages};
+  a.kv = {reinterpret_cast<void*>(kc), reinterpret_cast<void*>(vc), shape.kv_storage, shape.kv_declared, 0.5f, 0.5f, nullptr, s.layout, s.page, s.hk, num_pages};
   a.block_table = reinterpret_cast<const int32_t*>(table);
   a.seq_lens = reinterpret_cast<const int32_t*>(lens);
   a.out = reinterpret_cast<void*>(out);
@@ -285,15 +287,18 @@ void bench_selfcheck(const std::shared_ptr<const DriverApi>& drv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // cubinrt_bench [--quick] [--bundle FILE]: --quick runs the ceilings and decode only; --bundle
-  // times the decode kernels of another bundle (kernel experiments) instead of the embedded one.
+  // cubinrt_bench [--quick] [--bundle FILE] [--only TEXT]: --quick runs the ceilings and decode
+  // only; --bundle times the decode kernels of another bundle (kernel experiments) instead of the
+  // embedded one; --only times the decode shapes whose name contains TEXT.
   bool quick = false;
   std::optional<std::filesystem::path> bundle_path;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     else if (a == "--bundle" && i + 1 < argc) bundle_path = argv[++i];
-    else return fmt::print(stderr, "usage: cubinrt_bench [--quick] [--bundle FILE]\n"), 2;
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else return fmt::print(stderr, "usage: cubinrt_bench [--quick] [--bundle FILE] [--only TEXT]\n"), 2;
   }
   auto drv = value_or_die(open_driver(), "driver");
   g_d = drv.get();
@@ -312,6 +317,9 @@ int main(int argc, char** argv) {
       {"B64 L8192 16q/8kv D256 p16", 64, 8192, 16, 8, 256, 16},
       {"B1 L32768 32q/8kv D128 p16", 1, 32768, 32, 8, 128, 16},
       {"B1 L128 32q/8kv D128 p16", 1, 128, 32, 8, 128, 16},
+      // Heads-first pages: a kv head's tokens of a page are contiguous.
+      {"B64 L8192 32q/8kv D128 p16 HND", 64, 8192, 32, 8, 128, 16, 0, KvLayout::hnd},
+      {"B64 L8192 16q/8kv D256 p16 HND", 64, 8192, 16, 8, 256, 16, 0, KvLayout::hnd},
       // The planner's split choice against its neighbours (forced).
       {"B64 L8192 32q/8kv D128 p16, forced", 64, 8192, 32, 8, 128, 16, 2},
       {"B64 L8192 32q/8kv D128 p16, forced", 64, 8192, 32, 8, 128, 16, 9},
@@ -324,7 +332,7 @@ int main(int argc, char** argv) {
   };
   for (const Shape& s : shapes)
     for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3})
-      if (rt->supports({"paged_decode", s.d, Dtype::bf16, kv, s.page})) bench_decode(*rt, k, c, s, kv);
+      if (std::string_view(s.name).contains(only) && rt->supports({"paged_decode", s.d, Dtype::bf16, kv, s.page})) bench_decode(*rt, k, c, s, kv);
   if (!quick) {
     md("\n| start-up | time |\n|---|---|");
     bench_init(drv);

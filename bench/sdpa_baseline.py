@@ -1,8 +1,10 @@
 """PyTorch scaled_dot_product_attention decode on the same shapes as cubinrt_bench, for the
 side-by-side in docs/benchmarks.md. Contiguous bf16 cache (SDPA has no paged form), GQA through
-enable_gqa, so the KV read is the same bytes as cubinrt's. Times: CUDA events, median of 25."""
+enable_gqa, so the KV read is the same bytes as cubinrt's. Times: CUDA events, median of 25.
+Usage: sdpa_baseline.py [--only TEXT] [JSON]: only the shapes whose name contains TEXT; rows to
+JSON."""
+import argparse
 import json
-import sys
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -34,10 +36,16 @@ def time_ms(fn, reps=25):
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="")
+    ap.add_argument("json", nargs="?")
+    args = ap.parse_args()
     rows = []
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
     print("| shape | backend | time (us) | KV TB/s |\n|---|---|---|---|")
     for name, b, l, hq, hk, d in SHAPES:
+        if args.only not in name:
+            continue
         q = torch.rand(b, hq, 1, d, device="cuda", dtype=torch.bfloat16) * 2 - 1
         k = torch.rand(b, hk, l, d, device="cuda", dtype=torch.bfloat16) * 2 - 1
         v = torch.rand(b, hk, l, d, device="cuda", dtype=torch.bfloat16) * 2 - 1
@@ -53,8 +61,8 @@ def main():
                 print(f"| {name} | {bname} | not run: {type(e).__name__}: {str(e).splitlines()[0][:120]} | |")
         del q, k, v
         torch.cuda.empty_cache()
-    if len(sys.argv) > 1:
-        with open(sys.argv[1], "w") as f:
+    if args.json:
+        with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
 
 

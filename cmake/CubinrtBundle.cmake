@@ -1,7 +1,6 @@
 # Turns a kernel catalog (manifest/catalog.json format) into cubins and one packed bundle.
 #
-#   cubinrt_add_bundle(<target> CATALOG <catalog.json> OUTPUT <bundle file> [DEFINES -D...])
-# (DEFINES: extra nvcc defines for every variant; test bundles only.)
+#   cubinrt_add_bundle(<target> CATALOG <catalog.json> OUTPUT <bundle file>)
 #
 # Every variant of the catalog is one `nvcc -cubin` of its family's source with the variant's
 # defines; the build runs them in parallel. The pack step (cubin-manifest pack) then reads the
@@ -28,7 +27,7 @@ function(_cubinrt_json_list out json)
 endfunction()
 
 function(cubinrt_add_bundle target)
-  cmake_parse_arguments(ARG "" "CATALOG;OUTPUT" "DEFINES" ${ARGN})
+  cmake_parse_arguments(ARG "" "CATALOG;OUTPUT" "" ${ARGN})
   file(READ "${ARG_CATALOG}" catalog)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${ARG_CATALOG}")
   set(cubin_dir "${CMAKE_CURRENT_BINARY_DIR}/${target}.cubins")
@@ -92,7 +91,6 @@ function(cubinrt_add_bundle target)
                           -DCUBINRT_KV_DTYPE=${CUBINRT_DTYPE_CODE_${kv}}
                           -DCUBINRT_PAGE_SIZE=${ps}
                           -DCUBINRT_KERNEL=${sym}
-                          ${ARG_DEFINES}
                           "${source}" -o "${out}"
                   DEPENDS "${source}" ${source_headers} "${PROJECT_SOURCE_DIR}/runtime/include/cubinrt/abi/paged_decode_v1.h"
                   COMMENT "nvcc ${id}"

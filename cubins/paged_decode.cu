@@ -136,9 +136,16 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
   const int group = p.num_q_heads / p.num_kv_heads;
   const int chunks = (group + kGroup - 1) / kGroup;
   BlockWork w;
-  w.b = blockIdx.x;
-  w.kvh = blockIdx.y / chunks;
-  const int chunk = blockIdx.y % chunks;
+  // Blocks start in launch order (x fastest), and the grid is (batch, head chunks, splits); the
+  // block at launch position i takes head chunk i % chunks of sequence i / chunks, so blocks
+  // running together read every kv head of a few sequences (neighbouring bytes of each page)
+  // rather than one kv head of many. Measured (H200 run 15): bf16 D256 983 -> 972 us, FP8 D128
+  // 282 -> 272.
+  const int64_t launch_pos = blockIdx.x + int64_t{blockIdx.y} * gridDim.x;
+  const int head_chunk = static_cast<int>(launch_pos % gridDim.y);
+  w.b = static_cast<int>(launch_pos / gridDim.y);
+  w.kvh = head_chunk / chunks;
+  const int chunk = head_chunk % chunks;
   w.head0 = w.kvh * group + chunk * kGroup;
   w.heads = min(kGroup, group - chunk * kGroup);
   const int split = blockIdx.z;
@@ -183,7 +190,7 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
   __syncthreads();
   bool last = false;
   if (threadIdx.x == 0) {
-    int32_t* counter = p.split_counters + b * gridDim.y + blockIdx.y;
+    int32_t* counter = p.split_counters + b * gridDim.y + head_chunk;
     last = atomicAdd(counter, 1) == num_splits - 1;
     if (last) *counter = 0;  // ready for the next launch
   }

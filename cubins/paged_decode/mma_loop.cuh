@@ -30,21 +30,22 @@ using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, uint2>::type;
 
 // Per variant, as measured on the H200 (docs/benchmarks.md): 8-token n-tiles per warp step, steps
 // kept in flight through shared memory (0: loaded into registers), and resident blocks per SM
-// asked of ptxas. B64 L8192 times, run 12 (cp.async ring) and run 9 (register loop):
-//   D128 16-bit: 1 tile, 3 staged steps, 4 blocks: 500 us (ring with 2 tiles does not fit 48 KB);
-//                register loop, 2 tiles, 4 blocks: 508 us. At B1 L32768 the ring is 10% faster.
-//   D128 FP8:    2 tiles, 3 staged steps, 4 blocks: 277 us; 1 tile 6 steps: 319; 2 tiles
+// asked of ptxas. B64 L8192 times, runs 12-15 (cp.async ring) and run 9 (register loop):
+//   D128 16-bit: 1 tile, 3 staged steps, 4 blocks: 496-500 us (ring with 2 tiles does not fit
+//                48 KB); register loop, 2 tiles, 4 blocks: 508 us. At B1 L32768 the ring is 10%
+//                faster.
+//   D128 FP8:    2 tiles, 3 staged steps, 4 blocks: 272-277 us; 1 tile 6 steps: 319; 2 tiles
 //                uncapped (3 blocks): 300; register loop 2 tiles: 323.
-//   D256 16-bit: register loop, 4 tiles (32 KB, 255 registers), 1 block: 1073-1136 us. Its ring
-//                (1 tile, 3 steps: 96 KB of dynamic shared memory, 2 blocks) is built and
-//                CPU-tested (tests/catalogs/ring_hd256_sm90.json) but not yet run on the GPU.
-//   D256 FP8:    1 tile, 3 staged steps (3 blocks by registers): 572 us; capped to 4 blocks it
-//                spills: 829; register loop 2 tiles: 662.
+//   D256 16-bit: 1 tile, 3 staged steps (96 KB of dynamic shared memory, 2 blocks): 972-983 us;
+//                2 steps capped to 3 blocks: 1076; 4 steps (1 block): 1305; register loop, 4
+//                tiles (255 registers): 1073-1136.
+//   D256 FP8:    1 tile, 3 staged steps (3 blocks by registers): 538-572 us; capped to 4 blocks
+//                it spills: 829; register loop 2 tiles: 662.
 // head_dim 64 (not measured) keeps the register loop with 8 KB a step.
 #ifdef CUBINRT_MMA_TILES  // experiments only: the catalog build never sets it
 constexpr int kTiles = CUBINRT_MMA_TILES;
 #else
-constexpr int kTiles = kHeadDim == 64 ? (kKvIsFp8 ? 8 : 4) : kHeadDim == 128 ? (kKvIsFp8 ? 2 : 1) : (kKvIsFp8 ? 1 : 4);
+constexpr int kTiles = kHeadDim == 64 ? (kKvIsFp8 ? 8 : 4) : kHeadDim == 128 ? (kKvIsFp8 ? 2 : 1) : 1;
 #endif
 constexpr int kMinBlocks = kHeadDim == 128 ? 4 : 1;
 constexpr int kStep = 8 * kTiles;                       // tokens per warp step
@@ -58,7 +59,7 @@ constexpr int kVTokens = kTiles == 1 ? 2 : 2 * kTiles;  // V rows a lane holds p
 #ifdef CUBINRT_MMA_STAGES  // experiments only
 constexpr int kStages = CUBINRT_MMA_STAGES;
 #else
-constexpr int kStages = kHeadDim == 128 || (kHeadDim == 256 && kKvIsFp8) ? 3 : 0;
+constexpr int kStages = kHeadDim >= 128 ? 3 : 0;
 #endif
 constexpr int kRowChunks = kHeadDim * kKvBytes / 16;  // 16-byte chunks of a K or V row
 constexpr int kStepChunks = kStep * kRowChunks;        // of K (or V) in one warp step

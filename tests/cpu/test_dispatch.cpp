@@ -36,14 +36,12 @@ class Dispatch : public ::testing::Test {
   alignas(16) std::byte q[64], k[64], v[64], out[64], ws[1 << 20];
   int32_t table[4], lens[4];
 
-  void SetUp() override { rt = runtime_for(std::make_shared<const Bundle>(*Bundle::embedded())); }
-  // A lazy runtime over `bundle` on a fake H200.
-  static std::unique_ptr<Runtime> runtime_for(std::shared_ptr<const Bundle> bundle) {
+  void SetUp() override {
     RuntimeOptions o;
     o.driver = make_fake_driver({h200()});
-    o.bundle = std::move(bundle);
+    o.bundle = std::make_shared<const Bundle>(*Bundle::embedded());
     o.lazy = true;
-    return std::move(*Runtime::create(o));
+    rt = std::move(*Runtime::create(o));
   }
   DecodeArgs args(const DecodePlan& plan) {
     DecodeArgs a;
@@ -184,20 +182,17 @@ TEST_F(Dispatch, SplitsBalanceTheBusiestMultiprocessor) {
 }
 
 TEST_F(Dispatch, LaunchPassesTheKernelsDynamicSharedMemory) {
-  // 16-bit KV at head_dim 256 with its 96 KiB ring (the test bundle): more than a block may take
-  // without the attribute the loader raised (the fake driver refuses such a launch otherwise).
-  auto ring_bundle = Bundle::open(std::string(CUBINRT_TEST_BINARY_DIR) + "/ring_hd256_sm90.bundle");
-  CUBINRT_ASSERT_OK(ring_bundle);
-  const auto ring = runtime_for(std::make_shared<const Bundle>(std::move(*ring_bundle)));
+  // 16-bit KV at head_dim 256 keeps a 96 KiB ring: more than a block may take without the
+  // attribute the loader raised (the fake driver refuses such a launch otherwise).
   shape.head_dim = 256;
   shape.kv_storage = Dtype::bf16;
   shape.kv_declared = std::nullopt;
-  auto plan = DecodePlan::create(*ring, shape);
+  auto plan = DecodePlan::create(*rt, shape);
   CUBINRT_ASSERT_OK(plan);
   EXPECT_EQ(plan->kernel().dynamic_shared, 98304u);
   CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
   EXPECT_EQ(fake_state().launches.back().config.sharedMemBytes, 98304u);
-  // The default bundle's kernels fit their shared memory statically: they pass none.
+  // FP8 at head_dim 256 fits its 48 KiB ring statically: it passes none.
   shape.kv_storage = Dtype::uint8;
   shape.kv_declared = Dtype::fp8_e4m3;
   plan = DecodePlan::create(*rt, shape);
