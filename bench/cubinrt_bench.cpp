@@ -329,6 +329,8 @@ int main(int argc, char** argv) {
       {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 33},
       {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 48},
       {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 64},
+      {"B1 L128 32q/8kv D128 p16, forced", 1, 128, 32, 8, 128, 16, 2},
+      {"B1 L128 32q/8kv D128 p16, forced", 1, 128, 32, 8, 128, 16, 4},
   };
   for (const Shape& s : shapes)
     for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3})

@@ -35,13 +35,13 @@ for step in "$@"; do
           --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
           ./$D/cubinrt_bench --quick $([[ $b == default ]] || echo --bundle "$b") 2>&1 | grep -v '^|'
       done 2>&1 | tee "$OUT/ncu.log" ;;
-    versus)  # bf16 D256 against PyTorch, alternating, three times each (run-to-run spread)
-      for i in 1 2 3; do
+    versus)  # bf16 D256 against PyTorch, alternating, $VERSUS_REPS (3) times each: the run-to-run spread
+      for i in $(seq "${VERSUS_REPS:-3}"); do
         ./$D/cubinrt_bench --quick --only D256 2>&1 | grep -E "\| bf16 \||read band"
-        python3 bench/sdpa_baseline.py --only D256 2>&1 | grep flash
+        python3 bench/sdpa_baseline.py --only D256 2>&1 | grep -E "flash|cudnn"
       done 2>&1 | tee "$OUT/versus.log" ;;
     sdpa)
-      PYTHONUNBUFFERED=1 python3 bench/sdpa_baseline.py "$OUT/sdpa.json" 2>&1 | tee "$OUT/sdpa.log"; rc=$((rc | PIPESTATUS[0])) ;;
+      PYTHONUNBUFFERED=1 python3 bench/sdpa_baseline.py 2>&1 | tee "$OUT/sdpa.log"; rc=$((rc | PIPESTATUS[0])) ;;
     *) echo "unknown step $step"; rc=1 ;;
   esac
 done

@@ -281,9 +281,13 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
     uint32_t kw[2 * kKTiles];
 #pragma unroll
     for (int j = 0; j < kKLoads; ++j) to_words(cur.k[n][j], kw + j * (kKElems / 2));
-    float c[4] = {0.f, 0.f, 0.f, 0.f};
+    // Two independent accumulators halve the dependent chain of mmas (H200 run 18: FP8 D256
+    // 542 -> 512 us at B64 L8192; at B1 L128, where one warp per scheduler waits on every
+    // latency, 6.2 -> 6.0 us).
+    float c2[2][4] = {};
 #pragma unroll
-    for (int i = 0; i < kKTiles; ++i) mma_k16(c, qa[i][0], 0u, qa[i][1], 0u, kw[2 * i], kw[2 * i + 1]);
+    for (int i = 0; i < kKTiles; ++i) mma_k16(c2[i & 1], qa[i][0], 0u, qa[i][1], 0u, kw[2 * i], kw[2 * i + 1]);
+    const float c[4] = {c2[0][0] + c2[1][0], c2[0][1] + c2[1][1], c2[0][2] + c2[1][2], c2[0][3] + c2[1][3]};
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       valid[n][e] = t0 + n * 8 + 2 * t + e < t_end;
