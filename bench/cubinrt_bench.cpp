@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cubinrt/driver.hpp"
@@ -287,19 +288,14 @@ void bench_selfcheck(const std::shared_ptr<const DriverApi>& drv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // cubinrt_bench [--quick] [--bundle FILE] [--only TEXT]: --quick runs the ceilings and decode
-  // only; --bundle times the decode kernels of another bundle (kernel experiments) instead of the
-  // embedded one; --only times the decode shapes whose name contains TEXT.
   bool quick = false;
   std::optional<std::filesystem::path> bundle_path;
   std::string only;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--quick") quick = true;
-    else if (a == "--bundle" && i + 1 < argc) bundle_path = argv[++i];
-    else if (a == "--only" && i + 1 < argc) only = argv[++i];
-    else return fmt::print(stderr, "usage: cubinrt_bench [--quick] [--bundle FILE] [--only TEXT]\n"), 2;
-  }
+  CLI::App app{"cubinrt_bench: paged decode against ceilings measured in the same run (docs/benchmarks.md)"};
+  app.add_flag("--quick", quick, "the ceilings and decode only (no start-up or self-check timings)");
+  app.add_option("--bundle", bundle_path, "time the decode kernels of this bundle instead of the embedded one (kernel experiments)");
+  app.add_option("--only", only, "time only the decode shapes whose name contains this text");
+  CLI11_PARSE(app, argc, argv);
   auto drv = value_or_die(open_driver(), "driver");
   g_d = drv.get();
   auto rt = value_or_die(Runtime::create({.bundle_path = bundle_path, .lazy = true, .driver = drv}), "runtime");

@@ -35,10 +35,12 @@ for step in "$@"; do
           --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
           ./$D/cubinrt_bench --quick $([[ $b == default ]] || echo --bundle "$b") 2>&1 | grep -v '^|'
       done 2>&1 | tee "$OUT/ncu.log" ;;
-    versus)  # bf16 D256 against PyTorch, alternating, $VERSUS_REPS (3) times each: the run-to-run spread
+    versus)  # bf16 rows against PyTorch, alternating, $VERSUS_REPS (3) times each: the run-to-run
+      # spread; $VERSUS_ONLY (default the B64 shapes) picks the shapes by name
+      only=${VERSUS_ONLY:-B64 L8192}
       for i in $(seq "${VERSUS_REPS:-3}"); do
-        ./$D/cubinrt_bench --quick --only D256 2>&1 | grep -E "\| bf16 \||read band"
-        python3 bench/sdpa_baseline.py --only D256 2>&1 | grep -E "flash|cudnn"
+        ./$D/cubinrt_bench --quick --only "$only" 2>&1 | grep -E "\| bf16 \||read band"
+        python3 bench/sdpa_baseline.py --only "$only" 2>&1 | grep -E "flash|cudnn"
       done 2>&1 | tee "$OUT/versus.log" ;;
     sdpa)
       PYTHONUNBUFFERED=1 python3 bench/sdpa_baseline.py 2>&1 | tee "$OUT/sdpa.log"; rc=$((rc | PIPESTATUS[0])) ;;
