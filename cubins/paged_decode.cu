@@ -161,26 +161,43 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
   loop::warp_partial(p, w, s.stage, s.partials);
   __syncthreads();
 
-  const int num_splits = p.num_splits;
-  for (int i = threadIdx.x; i < heads * kHeadDim; i += kThreads) {
-    const int h = i / kHeadDim, d = i % kHeadDim;
+  // Each head's weight for each warp (normalisation included) and its LSE, once per head; then
+  // each thread merges 4 dims of one head at a time with float4 reads (at head_dim 128, one pass
+  // of the block does every dim of 4 heads).
+  WarpPartials& part = s.partials;
+  if (threadIdx.x < heads) {
+    const int h = threadIdx.x;
     float m = kNegBig;
-    for (int wp = 0; wp < kWarps; ++wp) m = fmaxf(m, s.partials.ml[wp][h][0]);
-    float l = 0.f, o = 0.f;
+    for (int wp = 0; wp < kWarps; ++wp) m = fmaxf(m, part.ml[wp][h][0]);
+    float l = 0.f;
+    for (int wp = 0; wp < kWarps; ++wp) l += part.ml[wp][h][1] * exp2f(part.ml[wp][h][0] - m);
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    for (int wp = 0; wp < kWarps; ++wp) part.weight[wp][h] = exp2f(part.ml[wp][h][0] - m) * inv;
+    part.lse2[h] = l > 0.f ? m + log2f(l) : kNegBig;
+  }
+  __syncthreads();
+  const int num_splits = p.num_splits;
+  constexpr int kVecs = kHeadDim / 4;
+  for (int i = threadIdx.x; i < heads * kVecs; i += kThreads) {
+    const int h = i / kVecs, d = i % kVecs * 4;
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
     for (int wp = 0; wp < kWarps; ++wp) {
-      const float a = exp2f(s.partials.ml[wp][h][0] - m);
-      l += s.partials.ml[wp][h][1] * a;
-      o += s.partials.acc[wp][h][d] * a;
+      const float a = part.weight[wp][h];
+      const float4 x = *reinterpret_cast<const float4*>(&part.acc[wp][h][d]);
+      o.x += a * x.x; o.y += a * x.y; o.z += a * x.z; o.w += a * x.w;
     }
-    const float out = l > 0.f ? o / l : 0.f;
-    const float lse2 = l > 0.f ? m + log2f(l) : kNegBig;  // log2 units
     const int qh = head0 + h;
     if (num_splits == 1) {
-      float_to_q(out, static_cast<QType*>(p.out) + b * p.out_stride_batch + qh * p.out_stride_head + d);
-      if (p.lse != nullptr && d == 0) p.lse[b * p.num_q_heads + qh] = lse2 / kLog2e;
+      QType* dst = static_cast<QType*>(p.out) + b * p.out_stride_batch + qh * p.out_stride_head + d;
+      float_to_q(o.x, dst);
+      float_to_q(o.y, dst + 1);
+      float_to_q(o.z, dst + 2);
+      float_to_q(o.w, dst + 3);
+      if (p.lse != nullptr && d == 0) p.lse[b * p.num_q_heads + qh] = part.lse2[h] / kLog2e;
     } else {
-      split_out(p, b, qh)[static_cast<int64_t>(split) * kHeadDim + d] = out;
-      if (d == 0) split_lse(p, b, qh)[split] = lse2;
+      *reinterpret_cast<float4*>(split_out(p, b, qh) + static_cast<int64_t>(split) * kHeadDim + d) = o;
+      if (d == 0) split_lse(p, b, qh)[split] = part.lse2[h];
     }
   }
   if (num_splits == 1) return;

@@ -67,6 +67,8 @@ struct BlockWork {
 struct WarpPartials {
   float acc[kWarps][kGroup][kHeadDim];
   float ml[kWarps][kGroup][2];
+  float weight[kWarps][kGroup];  // what the block's merge makes of ml: warp w's share of head h
+  float lse2[kGroup];            // and head h's LSE (log2 units)
 };
 
 }  // namespace paged_decode
