@@ -30,16 +30,17 @@ using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, uint2>::type;
 
 // Per variant, as measured on the H200 (docs/benchmarks.md): 8-token n-tiles per warp step, steps
 // kept in flight through shared memory (0: loaded into registers), and resident blocks per SM
-// asked of ptxas. B64 L8192 times, runs 12-15 (cp.async ring) and run 9 (register loop):
-//   D128 16-bit: 1 tile, 3 staged steps, 4 blocks: 496-500 us (ring with 2 tiles does not fit
-//                48 KB); register loop, 2 tiles, 4 blocks: 508 us. At B1 L32768 the ring is 10%
-//                faster.
-//   D128 FP8:    2 tiles, 3 staged steps, 4 blocks: 272-277 us; 1 tile 6 steps: 319; 2 tiles
+// asked of ptxas. B64 L8192 times, runs 12-21 (cp.async ring) and run 9 (register loop):
+//   D128 16-bit: 1 tile, 3 staged steps, 4 blocks: 485-500 us; 2 tiles (96 KB, 2 blocks): the
+//                same at B64 and 0.3 us faster at B1 L128 (run 20), not worth 96 KB on GPUs with
+//                100 KB per SM; register loop, 2 tiles, 4 blocks: 508 us. At B1 L32768 the ring
+//                is 10% faster.
+//   D128 FP8:    2 tiles, 3 staged steps, 4 blocks: 260-277 us; 1 tile 6 steps: 319; 2 tiles
 //                uncapped (3 blocks): 300; register loop 2 tiles: 323.
-//   D256 16-bit: 1 tile, 3 staged steps (96 KB of dynamic shared memory, 2 blocks): 972-983 us;
+//   D256 16-bit: 1 tile, 3 staged steps (96 KB of dynamic shared memory, 2 blocks): 946-983 us;
 //                2 steps capped to 3 blocks: 1076; 4 steps (1 block): 1305; register loop, 4
 //                tiles (255 registers): 1073-1136.
-//   D256 FP8:    1 tile, 3 staged steps (3 blocks by registers): 538-572 us; capped to 4 blocks
+//   D256 FP8:    1 tile, 3 staged steps (3 blocks by registers): 510-572 us; capped to 4 blocks
 //                it spills: 829; register loop 2 tiles: 662.
 // head_dim 64 (not measured) keeps the register loop with 8 KB a step.
 #ifdef CUBINRT_MMA_TILES  // experiments only: the catalog build never sets it

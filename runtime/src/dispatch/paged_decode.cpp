@@ -23,9 +23,10 @@ constexpr int kMinTokensPerSplit = 256;
 constexpr int64_t kSaturatingBlocks = 2;
 
 // A split must earn its keep: the model below leaves out each split's merge and each block's
-// start, which cost more than a few percent of balance. Measured on the H200 (run 14): at B64
-// D128 the model gains 2.6% with 9 splits, which took 520 us against 497 unsplit; at B1 L32768
-// it gains 1.6% with 33 splits over 32, which took 47.7 us against 42.9.
+// start, which cost more than a few percent of balance. Measured on the H200: at B64 D128 the
+// model gains 2.6% with 9 splits, which took 520 us against 497 unsplit (run 14); at B1 L32768
+// it gains 1.6% with 33 splits over 32, which took 41.6-42.3 us a launch back to back against
+// 40.9-41.7 (runs 14-16).
 constexpr double kSplitGainToBeat = 0.05;
 
 // The kernel is bandwidth-bound, so a launch lasts as long as its busiest multiprocessor takes to
