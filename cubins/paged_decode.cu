@@ -54,6 +54,15 @@ __device__ __forceinline__ float* split_lse(const CubinrtPagedDecodeParamsV1& p,
          (static_cast<int64_t>(b) * p.num_q_heads + qh) * p.num_splits;
 }
 
+// Dims d..d+3 of q head qh's output row of sequence b, in q's dtype.
+__device__ __forceinline__ void store_out4(const CubinrtPagedDecodeParamsV1& p, int b, int qh, int d, float4 v) {
+  QType* dst = static_cast<QType*>(p.out) + b * p.out_stride_batch + qh * p.out_stride_head + d;
+  float_to_q(v.x, dst);
+  float_to_q(v.y, dst + 1);
+  float_to_q(v.z, dst + 2);
+  float_to_q(v.w, dst + 3);
+}
+
 // Merges every split's output and LSE into out and lse. Each split's weight is computed once per
 // head (not once per dim); each thread sums whole float4s of dims with many loads in flight.
 __device__ void merge_splits(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, MergeScratch& s) {
@@ -102,11 +111,7 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV1& p, const BlockWor
     if (h >= w.heads) continue;
     const int qh = w.head0 + h;
     const float l = s.sum[h], inv = l > 0.f ? 1.f / l : 0.f;
-    QType* dst = static_cast<QType*>(p.out) + w.b * p.out_stride_batch + qh * p.out_stride_head + d;
-    float_to_q(o[it].x * inv, dst);
-    float_to_q(o[it].y * inv, dst + 1);
-    float_to_q(o[it].z * inv, dst + 2);
-    float_to_q(o[it].w * inv, dst + 3);
+    store_out4(p, w.b, qh, d, make_float4(o[it].x * inv, o[it].y * inv, o[it].z * inv, o[it].w * inv));
     if (p.lse != nullptr && d == 0) p.lse[w.b * p.num_q_heads + qh] = l > 0.f ? (s.max[h] + log2f(l)) / kLog2e : -INFINITY;
   }
 }
@@ -189,11 +194,7 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
     }
     const int qh = head0 + h;
     if (num_splits == 1) {
-      QType* dst = static_cast<QType*>(p.out) + b * p.out_stride_batch + qh * p.out_stride_head + d;
-      float_to_q(o.x, dst);
-      float_to_q(o.y, dst + 1);
-      float_to_q(o.z, dst + 2);
-      float_to_q(o.w, dst + 3);
+      store_out4(p, b, qh, d, o);
       if (p.lse != nullptr && d == 0) p.lse[b * p.num_q_heads + qh] = part.lse2[h] / kLog2e;
     } else {
       *reinterpret_cast<float4*>(split_out(p, b, qh) + static_cast<int64_t>(split) * kHeadDim + d) = o;
