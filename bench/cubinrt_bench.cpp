@@ -1,5 +1,6 @@
 // cubinrt_bench: performance on a real GPU against ceilings measured in the same run.
-//   ceilings: device-to-device copy bandwidth (bytes read + written) and a bare kernel launch;
+//   ceilings: device-to-device copy bandwidth (bytes read + written), a read-only kernel, and a
+//             bare kernel launch, both back to back and single (timed as the decode "time" is);
 //   decode:   the shapes, KV bytes read per second over the copy bandwidth;
 //   init:     Runtime::create of the default bundle over a bare cuLibraryLoadData+GetKernel loop;
 //   selfcheck: the full and quick self-check.
@@ -113,6 +114,7 @@ struct Ceilings {
   double copy_tbps = 0;   // (read + write) bytes / s
   double read_tbps = 0;   // bytes read / s by a kernel that only reads
   double launch_us = 0;   // back-to-back empty kernel launches
+  double single_us = 0;   // one empty kernel launch between two events, as the decode "time" column
 };
 
 Ceilings measure_ceilings(const BenchKernels& k, int multiprocessors) {
@@ -146,6 +148,10 @@ Ceilings measure_ceilings(const BenchKernels& k, int multiprocessors) {
       for (int i = 0; i < kLaunches; ++i) check(g_d->cuLaunchKernel(k.empty, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr), "cuLaunchKernel(empty)");
     }) * 1e3 / kLaunches);
   c.launch_us = median(per);
+  std::vector<double> single;
+  for (int i = 0; i < 25; ++i)
+    single.push_back(ev.time([&] { check(g_d->cuLaunchKernel(k.empty, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr), "cuLaunchKernel(empty)"); }) * 1e3);
+  c.single_us = median(single);
   return c;
 }
 
@@ -214,8 +220,9 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
   // Back-to-back launches, as the bare-launch ceiling was measured.
   constexpr int kLoop = 1000;
   const double per_launch_us = ev.time([&] { for (int i = 0; i < kLoop; ++i) launch(); }) * 1e3 / kLoop;
-  md(fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", s.name, dtype_name(kv), plan.num_splits(),
-                 plan.kernel().entry->id, t * 1e3, tbps, tbps / c.copy_tbps, tbps / c.read_tbps, per_launch_us, per_launch_us / c.launch_us));
+  md(fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", s.name, dtype_name(kv), plan.num_splits(),
+                 plan.kernel().entry->id, t * 1e3, t * 1e3 / c.single_us, tbps, tbps / c.copy_tbps, tbps / c.read_tbps, per_launch_us,
+                 per_launch_us / c.launch_us));
   for (CUdeviceptr p : {q, kc, vc, out, table, lens, ws})
     if (p) g_d->cuMemFree(p);
 }
@@ -306,8 +313,10 @@ int main(int argc, char** argv) {
   md(fmt::format("device: {}, driver CUDA {}, bundle {}", rt->device().str(), cuda_version_text(rt->device().driver_version),
                  rt->bundle().name()));
   const Ceilings c = measure_ceilings(k, rt->device().multiprocessors);
-  md(fmt::format("| ceiling | value |\n|---|---|\n| copy bandwidth (2 GiB cuMemcpyDtoD, read + write) | {:.2f} TB/s |\n| read bandwidth (2 GiB read by a kernel that only reads) | {:.2f} TB/s |\n| bare launch (empty kernel, 2000 back to back) | {:.2f} us |", c.copy_tbps, c.read_tbps, c.launch_us));
-  md("\n| shape | kv | splits | kernel | time (us) | KV TB/s | / copy BW | / read BW | us per launch, back to back | / bare launch |\n|---|---|---|---|---|---|---|---|---|---|");
+  md(fmt::format("| ceiling | value |\n|---|---|\n| copy bandwidth (2 GiB cuMemcpyDtoD, read + write) | {:.2f} TB/s |\n| read bandwidth (2 GiB read by a kernel that only reads) | {:.2f} TB/s |\n| bare launch (empty kernel, 2000 back to back) | {:.2f} us |\n| bare launch, single (empty kernel between two events, median of 25) | {:.2f} us |",
+                 c.copy_tbps, c.read_tbps, c.launch_us, c.single_us));
+  md("\n| shape | kv | splits | kernel | time (us) | / bare single | KV TB/s | / copy BW | / read BW | us per launch, back to back | / bare launch |\n"
+     "|---|---|---|---|---|---|---|---|---|---|---|");
   const Shape shapes[] = {
       {"B64 L8192 32q/8kv D128 p16", 64, 8192, 32, 8, 128, 16},
       {"B64 L8192 16q/8kv D256 p16", 64, 8192, 16, 8, 256, 16},

@@ -57,10 +57,8 @@ __device__ __forceinline__ float* split_lse(const CubinrtPagedDecodeParamsV1& p,
 // Dims d..d+3 of q head qh's output row of sequence b, in q's dtype.
 __device__ __forceinline__ void store_out4(const CubinrtPagedDecodeParamsV1& p, int b, int qh, int d, float4 v) {
   QType* dst = static_cast<QType*>(p.out) + b * p.out_stride_batch + qh * p.out_stride_head + d;
-  float_to_q(v.x, dst);
-  float_to_q(v.y, dst + 1);
-  float_to_q(v.z, dst + 2);
-  float_to_q(v.w, dst + 3);
+  // One 8-byte store: out rows are 16-byte aligned (the dispatcher checks out) and d % 4 == 0.
+  *reinterpret_cast<uint2*>(dst) = make_uint2(bits2<QType>(v.x, v.y), bits2<QType>(v.z, v.w));
 }
 
 // Merges every split's output and LSE into out and lse. Each split's weight is computed once per
@@ -173,11 +171,17 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
   if (threadIdx.x < heads) {
     const int h = threadIdx.x;
     float m = kNegBig;
+#pragma unroll
     for (int wp = 0; wp < kWarps; ++wp) m = fmaxf(m, part.ml[wp][h][0]);
-    float l = 0.f;
-    for (int wp = 0; wp < kWarps; ++wp) l += part.ml[wp][h][1] * exp2f(part.ml[wp][h][0] - m);
+    float a[kWarps], l = 0.f;
+#pragma unroll
+    for (int wp = 0; wp < kWarps; ++wp) {
+      a[wp] = exp2f(part.ml[wp][h][0] - m);
+      l += part.ml[wp][h][1] * a[wp];
+    }
     const float inv = l > 0.f ? 1.f / l : 0.f;
-    for (int wp = 0; wp < kWarps; ++wp) part.weight[wp][h] = exp2f(part.ml[wp][h][0] - m) * inv;
+#pragma unroll
+    for (int wp = 0; wp < kWarps; ++wp) part.weight[wp][h] = a[wp] * inv;
     part.lse2[h] = l > 0.f ? m + log2f(l) : kNegBig;
   }
   __syncthreads();
@@ -230,7 +234,7 @@ constexpr int kMinBlocks = CUBINRT_MIN_BLOCKS;
 #else
 constexpr int kMinBlocks = loop::kMinBlocks;
 #endif
-extern "C" __global__ void __launch_bounds__(CUBINRT_PAGED_DECODE_THREADS, kMinBlocks)
+extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_PARAM_DECL_))) {
   const CubinrtPagedDecodeParamsV1 p = {CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_PARAM_NAME_))};
   paged_decode_block(p);

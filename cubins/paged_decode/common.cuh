@@ -20,8 +20,14 @@ constexpr int kHeadDim = CUBINRT_HEAD_DIM;
 constexpr int kPageSize = CUBINRT_PAGE_SIZE;
 constexpr int kQDtype = CUBINRT_Q_DTYPE;
 constexpr int kKvDtype = CUBINRT_KV_DTYPE;
-constexpr int kThreads = CUBINRT_PAGED_DECODE_THREADS;
-constexpr int kWarps = kThreads / 32;
+// Warps a block: the kernel's launch bound, which the host reads from the cubin (the manifest's
+// max_threads) and launches with, so a variant may choose its own.
+#ifdef CUBINRT_WARPS  // experiments only: the catalog build never sets it
+constexpr int kWarps = CUBINRT_WARPS;
+#else
+constexpr int kWarps = CUBINRT_PAGED_DECODE_THREADS / 32;
+#endif
+constexpr int kThreads = 32 * kWarps;
 constexpr int kGroup = CUBINRT_PAGED_DECODE_MAX_GROUP;
 
 constexpr bool kKvIsFp8 = kKvDtype >= 3;
@@ -35,8 +41,12 @@ using QType = typename std::conditional<kQDtype == 2, __nv_bfloat16, __half>::ty
 
 __device__ __forceinline__ float q_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ float q_to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ void float_to_q(float x, __nv_bfloat16* dst) { *dst = __float2bfloat16(x); }
-__device__ __forceinline__ void float_to_q(float x, __half* dst) { *dst = __float2half(x); }
+// Two floats as a pair of 16-bit T (bf16 or half), rounded to nearest, the first in the low half.
+template <class T>
+__device__ __forceinline__ uint32_t bits2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) { const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); return *reinterpret_cast<const uint32_t*>(&v); }
+  else { const __half2 v = __floats2half2_rn(lo, hi); return *reinterpret_cast<const uint32_t*>(&v); }
+}
 
 // Two FP8 codes (the low byte first) as two halves. Half holds every e4m3 and e5m2 value
 // exactly, so this is the encoding's exact value; one cvt instruction on sm_89 and later.

@@ -48,7 +48,7 @@ constexpr int kTiles = CUBINRT_MMA_TILES;
 #else
 constexpr int kTiles = kHeadDim == 64 ? (kKvIsFp8 ? 8 : 4) : kHeadDim == 128 ? (kKvIsFp8 ? 2 : 1) : 1;
 #endif
-constexpr int kMinBlocks = kHeadDim == 128 ? 4 : 1;
+constexpr int kMinBlocks = kHeadDim == 128 ? 16 / kWarps : 1;  // D128: 16 warps an SM
 constexpr int kStep = 8 * kTiles;                       // tokens per warp step
 constexpr int kGroupTokens = kStep < 16 ? kStep : 16;   // tokens that share a page lookup
 constexpr int kLookups = kStep / kGroupTokens;
@@ -119,10 +119,8 @@ __device__ __forceinline__ void to_words(const Raw& r, uint32_t* w) {
   }
 }
 
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (kBf16) { const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); return *reinterpret_cast<const uint32_t*>(&v); }
-  else { const __half2 v = __floats2half2_rn(lo, hi); return *reinterpret_cast<const uint32_t*>(&v); }
-}
+using MmaType = typename std::conditional<kBf16, __nv_bfloat16, __half>::type;
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) { return bits2<MmaType>(lo, hi); }
 __device__ __forceinline__ float2 unpack2(uint32_t x) {
   if constexpr (kBf16) return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&x));
   else return __half22float2(*reinterpret_cast<const __half2*>(&x));
@@ -146,22 +144,31 @@ __device__ __forceinline__ void mma_k8(float (&c)[4], uint32_t a0, uint32_t a1, 
 }
 
 // The q fragment (A of q.K) for lane (g, t): head g of the chunk at the dims of the lane's K
-// words; zero for rows past the chunk. Returns the factor the scores must be multiplied by:
-// bf16 q feeding a half mma (FP8 KV) is scaled by a power of two to fit half's range exactly.
+// words; zero for rows past the chunk. Those dims are kKElems contiguous ones per K load, so q
+// comes in as whole 16-byte loads (q rows are 16-byte aligned: the dispatcher checks q and
+// head_dim is a multiple of 64). Returns the factor the scores must be multiplied by: bf16 q
+// feeding a half mma (FP8 KV) is scaled by a power of two to fit half's range exactly; in every
+// other case q is in the mma's type already and its words are the fragment as loaded.
 __device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, int g, int t, uint32_t (&qa)[kKTiles][2]) {
   const QType* row = static_cast<const QType*>(p.q) + w.b * p.q_stride_batch + (w.head0 + min(g, w.heads - 1)) * p.q_stride_head;
-  const bool real = g < w.heads;
-  float x[2 * kKTiles][2];
-  float amax = 0.f;
+  constexpr int kVecsPerLoad = kKElems / 8;  // 16-byte loads of q per K load
+  uint32_t qw[2 * kKTiles];
 #pragma unroll
-  for (int i = 0; i < 2 * kKTiles; ++i) {
-    const int d = k_word_dim(i, t);
-    x[i][0] = real ? q_to_float(row[d]) : 0.f;
-    x[i][1] = real ? q_to_float(row[d + 1]) : 0.f;
-    amax = fmaxf(amax, fmaxf(fabsf(x[i][0]), fabsf(x[i][1])));
-  }
+  for (int j = 0; j < kKLoads; ++j)
+#pragma unroll
+    for (int v = 0; v < kVecsPerLoad; ++v) {
+      const uint4 x = g < w.heads ? __ldg(reinterpret_cast<const uint4*>(row + k_word_dim(j * (kKElems / 2), t)) + v) : make_uint4(0u, 0u, 0u, 0u);
+      words(x, qw + (j * kVecsPerLoad + v) * 4);
+    }
   float factor = 1.f;
   if constexpr (kKvIsFp8 && kQDtype == 2) {
+    float2 x[2 * kKTiles];
+    float amax = 0.f;
+#pragma unroll
+    for (int i = 0; i < 2 * kKTiles; ++i) {
+      x[i] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&qw[i]));
+      amax = fmaxf(amax, fmaxf(fabsf(x[i].x), fabsf(x[i].y)));
+    }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
     int e = 0;
@@ -170,12 +177,12 @@ __device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV1& p, con
     factor = ldexpf(1.f, shift);
     const float inv = ldexpf(1.f, -shift);
 #pragma unroll
-    for (int i = 0; i < 2 * kKTiles; ++i) { x[i][0] *= inv; x[i][1] *= inv; }
+    for (int i = 0; i < 2 * kKTiles; ++i) qw[i] = pack2(x[i].x * inv, x[i].y * inv);
   }
 #pragma unroll
   for (int i = 0; i < kKTiles; ++i) {
-    qa[i][0] = pack2(x[2 * i][0], x[2 * i][1]);
-    qa[i][1] = pack2(x[2 * i + 1][0], x[2 * i + 1][1]);
+    qa[i][0] = qw[2 * i];
+    qa[i][1] = qw[2 * i + 1];
   }
   return factor;
 }

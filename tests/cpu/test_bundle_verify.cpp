@@ -2,9 +2,14 @@
 // one bundle where an FP8 KV pointer would be passed at the wrong offset must fail on ABI.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 
+#include <fmt/format.h>
+
+#include "cubinrt/abi.hpp"
 #include "cubinrt/bundle.hpp"
+#include "cubinrt/cubin.hpp"
 #include "cubinrt/verify.hpp"
 #include "support/gpu.hpp"
 
@@ -129,6 +134,33 @@ TEST_F(Relabelled, Fp8KvPointerAtTheWrongOffset) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message, "bundle copy: entry paged_decode.sm_90.hd128.bf16.fp8_e4m3.p16: kernel 'cubinrt_paged_decode_hd128_bf16_fp8_e4m3_p16' "
                           "parameter 1 is at offset 8 size 4, but ABI PagedDecodeParams v1 field 'k_cache' is at offset 8 size 8");
+}
+
+// Every launch uses the kernel's launch bound as its block size, so the ABI check wants one the
+// kernel's warp arithmetic can run with: one-dimensional, whole warps, a warp per q head of a chunk.
+TEST(BundleVerify, KernelAbiWantsALaunchBoundToLaunchWith) {
+  auto b = load(bundle_bytes());
+  CUBINRT_ASSERT_OK(b);
+  const ManifestEntry& e = b->manifest().entries[0];
+  auto cubin = b->cubin(e);
+  CUBINRT_ASSERT_OK(cubin);
+  auto info = read_cubin(*cubin);
+  CUBINRT_ASSERT_OK(info);
+  const KernelInfo good = *info->kernel(e.symbol);
+  auto abi = find_abi(e.abi_name, e.abi_version);
+  CUBINRT_ASSERT_OK(abi);
+  CUBINRT_ASSERT_OK(check_kernel_abi(good, **abi));
+  EXPECT_EQ(block_threads(good), e.max_threads);
+  EXPECT_EQ((*abi)->min_block_threads, 128u);
+  for (const std::array<uint32_t, 3> bounds : {std::array<uint32_t, 3>{0, 0, 0}, {96, 1, 1}, {136, 1, 1}, {128, 2, 1}}) {
+    KernelInfo k = good;
+    k.max_ntid = bounds;
+    const auto s = check_kernel_abi(k, **abi);
+    ASSERT_FALSE(s) << bounds[0];
+    EXPECT_EQ(s.error().message, fmt::format("kernel '{}' has launch bounds ({}, {}, {}), but ABI PagedDecodeParams v1 launches "
+                                             "one-dimensional blocks of the launch bound: a multiple of 32 threads, at least 128",
+                                             e.symbol, bounds[0], bounds[1], bounds[2]));
+  }
 }
 
 TEST(BundleVerify, EmptyBundleFails) {

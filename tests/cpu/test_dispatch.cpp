@@ -67,7 +67,7 @@ TEST_F(Dispatch, LaunchHandsTheDriverTheAbiStruct) {
   EXPECT_EQ(r.config.gridDimX, 3u);
   EXPECT_EQ(r.config.gridDimY, 8u);  // one block per kv head: 4 q heads per kv head fit one chunk
   EXPECT_EQ(r.config.gridDimZ, static_cast<unsigned>(plan->num_splits()));
-  EXPECT_EQ(r.config.blockDimX, 128u);
+  EXPECT_EQ(r.config.blockDimX, plan->kernel().entry->max_threads);  // the kernel's launch bound, as the manifest records it
   ASSERT_EQ(r.params.size(), offsetof(CubinrtPagedDecodeParamsV1, pages_per_split) + sizeof(int32_t));
   CubinrtPagedDecodeParamsV1 p{};
   std::memcpy(&p, r.params.data(), r.params.size());

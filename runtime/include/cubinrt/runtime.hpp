@@ -60,6 +60,7 @@ struct LoadedKernel {
   uint32_t registers = 0;
   uint32_t static_shared = 0;
   uint32_t dynamic_shared = 0;    // passed by every launch (the kernel's own statement, verified)
+  uint32_t block_threads = 0;     // every launch's block size: the kernel's launch bound (verified)
   int blocks_per_sm = 0;          // occupancy at the kernel's block size
   double load_ms = 0;             // verify + load + resolve + ABI check
 };

@@ -18,7 +18,7 @@ namespace {
 
 AbiLayout make_paged_decode_v1() {
   AbiLayout abi{CUBINRT_PAGED_DECODE_ABI_NAME, CUBINRT_PAGED_DECODE_ABI_VERSION, sizeof(CubinrtPagedDecodeParamsV1), 0,
-                {CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_ABI_FIELD_)}};
+                {CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_ABI_FIELD_)}, 32 * CUBINRT_PAGED_DECODE_MAX_GROUP};
   for (const AbiField& f : abi.fields) abi.param_bytes = std::max(abi.param_bytes, f.offset + f.size);
   return abi;
 }
@@ -53,6 +53,13 @@ Status check_kernel_abi(const KernelInfo& kernel, const AbiLayout& abi) {
   if (kernel.param_bytes != abi.param_bytes)
     return fail(Errc::mismatch, fmt::format("kernel '{}' has {} parameter bytes, ABI {} v{} has {}", kernel.name,
                                             kernel.param_bytes, abi.name, abi.version, abi.param_bytes));
+  // The block size is the kernel's own statement (its launch bound), not a host constant, so each
+  // variant may choose it; the kernel's warps-per-block arithmetic holds only at exactly that size.
+  const auto& n = kernel.max_ntid;
+  if (n[0] == 0 || n[1] > 1 || n[2] > 1 || n[0] % 32 != 0 || n[0] < abi.min_block_threads)
+    return fail(Errc::mismatch, fmt::format("kernel '{}' has launch bounds ({}, {}, {}), but ABI {} v{} launches one-dimensional blocks "
+                                            "of the launch bound: a multiple of 32 threads, at least {}",
+                                            kernel.name, n[0], n[1], n[2], abi.name, abi.version, abi.min_block_threads));
   return {};
 }
 

@@ -191,7 +191,7 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
   config.gridDimX = s.batch;
   config.gridDimY = s.num_kv_heads * static_cast<unsigned>(head_chunks_);
   config.gridDimZ = static_cast<unsigned>(num_splits_);
-  config.blockDimX = CUBINRT_PAGED_DECODE_THREADS;
+  config.blockDimX = kernel_->block_threads;
   config.blockDimY = config.blockDimZ = 1;
   config.sharedMemBytes = kernel_->dynamic_shared;
   config.hStream = stream;

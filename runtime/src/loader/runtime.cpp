@@ -12,7 +12,6 @@
 
 #include "common/try.hpp"
 #include "cubinrt/abi.hpp"
-#include "cubinrt/abi/paged_decode_v1.h"
 #include "cubinrt/driver.hpp"
 #include "cubinrt/runtime.hpp"
 #include "cubinrt/select.hpp"
@@ -187,6 +186,7 @@ Result<LoadedKernel> Runtime::Impl::load(const Slot& slot, Result<VerifiedCubin>
   k.registers = verified->kernel->registers;
   k.static_shared = verified->kernel->static_shared;
   k.dynamic_shared = verified->kernel->dynamic_shared;
+  k.block_threads = block_threads(*verified->kernel);
   ScopedContext scope(d, context);
   CUBINRT_TRY(d.check(d.cuLibraryLoadData(&k.library, verified->bytes.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "cuLibraryLoadData", what));
   auto unload_on_error = [&](Error err) {
@@ -203,11 +203,11 @@ Result<LoadedKernel> Runtime::Impl::load(const Slot& slot, Result<VerifiedCubin>
   if (auto s = d.check(d.cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_shared, k.kernel, cu_device),
                        "cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", what); !s)
     return unload_on_error(s.error());
-  if (auto s = d.check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&k.blocks_per_sm, k.function, CUBINRT_PAGED_DECODE_THREADS, dynamic_shared),
+  if (auto s = d.check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&k.blocks_per_sm, k.function, static_cast<int>(k.block_threads), dynamic_shared),
                        "cuOccupancyMaxActiveBlocksPerMultiprocessor", what); !s)
     return unload_on_error(s.error());
   if (k.blocks_per_sm < 1)
-    return unload_on_error(Error{Errc::unsupported, fmt::format("{}: no block of {} threads fits on a multiprocessor", what, CUBINRT_PAGED_DECODE_THREADS)});
+    return unload_on_error(Error{Errc::unsupported, fmt::format("{}: no block of {} threads fits on a multiprocessor", what, k.block_threads)});
   k.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return k;
 }

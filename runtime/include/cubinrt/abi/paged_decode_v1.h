@@ -50,7 +50,10 @@ typedef struct CubinrtPagedDecodeParamsV1 {
 
 // q heads one block handles: a kv head's group is split into chunks of this many.
 #define CUBINRT_PAGED_DECODE_MAX_GROUP 4
-// Threads per block of every paged decode kernel.
+// Threads per block of a paged decode kernel unless its variant chooses otherwise. The host never
+// uses this: it launches each kernel with the kernel's launch bound, which the cubin records
+// (the manifest's max_threads) and the loader checks (a whole number of warps, at least one warp
+// per q head of a chunk).
 #define CUBINRT_PAGED_DECODE_THREADS 128
 
 #endif
