@@ -23,11 +23,19 @@ for step in "$@"; do
       CUBINRT_BENCH_MD=$OUT/bench.md ./$D/cubinrt_bench 2>&1 | tee "$OUT/bench.log"; rc=$((rc | PIPESTATUS[0])) ;;
     experiments)  # kernel variants from bench/experiments/build.sh, timed like the default
       for b in $D/*.bundle; do
-        [[ $(basename "$b") == hd512_sm90.bundle ]] && continue
+        [[ $(basename "$b") == hd512_sm90.bundle || $(basename "$b") == trace* ]] && continue
         echo "== experiment $(basename "$b" .bundle)"
         ./$D/cubinrt_bench --quick --bundle "$b" 2>&1; rc=$((rc | $?))
         CUBINRT_TEST_BUNDLE=$b ./$D/cubinrt_gpu_tests --gtest_filter='GpuDecode.EverySelected*' 2>&1 | grep -E "^\||OK|FAILED"; rc=$((rc | PIPESTATUS[0]))
       done 2>&1 | tee "$OUT/experiments.log" ;;
+    trace)  # kernels built with -DCUBINRT_TRACE=128 ($D/trace*.bundle): where B1 L128's time goes
+      for b in $D/trace*.bundle; do
+        echo "== trace $(basename "$b" .bundle)"
+        raw=/tmp/$(basename "$b" .bundle).txt  # thousands of lines: not brought back
+        ./$D/cubinrt_bench --quick --only "B1 L128 32q/8kv D128 p16" --bundle "$b" > "$raw" 2>&1; rc=$((rc | $?))
+        grep -v '^TRACE' "$raw"
+        python3 bench/experiments/trace_summary.py "$raw"; rc=$((rc | $?))
+      done 2>&1 | tee "$OUT/trace.log" ;;
     ncu)  # hardware counters of one B64 D128 FP8 launch: the default bundle, then each of $NCU_BUNDLES
       for b in default ${NCU_BUNDLES:-}; do
         echo "== ncu $b"

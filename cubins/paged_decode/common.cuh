@@ -60,6 +60,14 @@ __device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t two_codes) {
 __device__ __forceinline__ void words(const uint4& r, uint32_t* w) { w[0] = r.x; w[1] = r.y; w[2] = r.z; w[3] = r.w; }
 __device__ __forceinline__ void words(const uint2& r, uint32_t* w) { w[0] = r.x; w[1] = r.y; }
 
+#ifdef CUBINRT_TRACE  // experiments only: see paged_decode.cu
+__device__ long long g_trace_first_step;  // clock64 when block (0, 0, 0)'s warp 0 has its first step
+#define CUBINRT_TRACE_FIRST_STEP() \
+  if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) g_trace_first_step = clock64()
+#else
+#define CUBINRT_TRACE_FIRST_STEP()
+#endif
+
 // One block's share: a sequence, a kv head, up to kGroup of its q heads, one KV split.
 struct BlockWork {
   int b;        // sequence
@@ -77,8 +85,6 @@ struct BlockWork {
 struct WarpPartials {
   float acc[kWarps][kGroup][kHeadDim];
   float ml[kWarps][kGroup][2];
-  float weight[kWarps][kGroup];  // what the block's merge makes of ml: warp w's share of head h
-  float lse2[kGroup];            // and head h's LSE (log2 units)
 };
 
 }  // namespace paged_decode

@@ -381,6 +381,7 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV1& p, 
       cp_async_commit();
       cp_async_wait<kStages - 1>();
       __syncwarp();  // the other lanes' copies of step k are visible
+      if (k == 0) CUBINRT_TRACE_FIRST_STEP();
       StepLoads cur;
       read_step(ring + (k % kRing) * 2 * kStepChunks, g, t, cur);
       consume_step(cur, first + k * kStride, w.t_end, g, t, qa, sscale, r);
