@@ -160,6 +160,7 @@ struct Shape {
   uint32_t batch, len, hq, hk, d, page;
   uint32_t splits = 0;  // 0: the planner's choice; else forced, to check that choice
   KvLayout layout = KvLayout::nhd;
+  SplitMerge merge = SplitMerge::choose;
 };
 
 void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, const Shape& s, Dtype kv) {
@@ -189,7 +190,7 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
 
   DecodeShape shape{.batch = s.batch, .num_q_heads = s.hq, .num_kv_heads = s.hk, .head_dim = s.d, .q_dtype = Dtype::bf16,
                     .kv_storage = fp8 ? Dtype::uint8 : kv, .kv_declared = fp8 ? std::optional<Dtype>(kv) : std::nullopt,
-                    .page_size = s.page, .layout = s.layout, .block_table_stride = pages_per_seq, .num_splits = static_cast<int>(s.splits)};
+                    .page_size = s.page, .layout = s.layout, .block_table_stride = pages_per_seq, .num_splits = static_cast<int>(s.splits), .merge = s.merge};
   const DecodePlan plan = value_or_die(DecodePlan::create(rt, shape), "plan");
   if (plan.workspace_bytes()) {
     check(g_d->cuMemAlloc(&ws, plan.workspace_bytes()), "cuMemAlloc");
@@ -220,7 +221,8 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
   // Back-to-back launches, as the bare-launch ceiling was measured.
   constexpr int kLoop = 1000;
   const double per_launch_us = ev.time([&] { for (int i = 0; i < kLoop; ++i) launch(); }) * 1e3 / kLoop;
-  md(fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", s.name, dtype_name(kv), plan.num_splits(),
+  const std::string splits = fmt::format("{}{}", plan.num_splits(), plan.merge() == SplitMerge::cluster ? " cluster" : "");
+  md(fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", s.name, dtype_name(kv), splits,
                  plan.kernel().entry->id, t * 1e3, t * 1e3 / c.single_us, tbps, tbps / c.copy_tbps, tbps / c.read_tbps, per_launch_us,
                  per_launch_us / c.launch_us));
   for (CUdeviceptr p : {q, kc, vc, out, table, lens, ws})
@@ -336,6 +338,14 @@ int main(int argc, char** argv) {
       {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 64},
       {"B1 L128 32q/8kv D128 p16, forced", 1, 128, 32, 8, 128, 16, 2},
       {"B1 L128 32q/8kv D128 p16, forced", 1, 128, 32, 8, 128, 16, 4},
+      {"B1 L128 32q/8kv D128 p16, forced", 1, 128, 32, 8, 128, 16, 1},
+      {"B1 L128 32q/8kv D128 p16, forced", 1, 128, 32, 8, 128, 16, 2, KvLayout::nhd, SplitMerge::cluster},
+      {"B1 L128 32q/8kv D128 p16, forced", 1, 128, 32, 8, 128, 16, 4, KvLayout::nhd, SplitMerge::cluster},
+      {"B1 L128 32q/8kv D128 p16, forced", 1, 128, 32, 8, 128, 16, 8, KvLayout::nhd, SplitMerge::cluster},
+      // A small batch where the planner splits through the workspace, against clusters.
+      {"B4 L512 32q/8kv D128 p16", 4, 512, 32, 8, 128, 16},
+      {"B4 L512 32q/8kv D128 p16, forced", 4, 512, 32, 8, 128, 16, 2, KvLayout::nhd, SplitMerge::cluster},
+      {"B4 L512 32q/8kv D128 p16, forced", 4, 512, 32, 8, 128, 16, 4, KvLayout::nhd, SplitMerge::cluster},
   };
   for (const Shape& s : shapes)
     for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3})

@@ -10,10 +10,14 @@
 // A block handles one (sequence, kv head, chunk of up to MAX_GROUP q heads, KV split). KV is read
 // once per kv head for all q heads of the chunk (grouped-query attention). Each warp walks its own
 // tokens with an online softmax (paged_decode/mma_loop.cuh on tensor cores up to head_dim 256,
-// paged_decode/simt_loop.cuh beyond); warps merge in shared memory. With num_splits > 1 each
-// split writes a normalised partial output and its LSE; the last split to finish merges them
-// (counted with an atomic that it resets, so the launch needs no second kernel and stays
-// graph-capturable).
+// paged_decode/simt_loop.cuh beyond); warps merge in shared memory. With num_splits > 1 the
+// splits of a (sequence, head chunk) merge one of two ways, as the dispatcher chose: launched as
+// one thread-block cluster (sm_90 and later) they read each other's results through distributed
+// shared memory; otherwise each writes a normalised partial output and its LSE to the workspace
+// and the last split to finish merges them (counted with an atomic that it resets). Either way
+// the launch needs no second kernel and stays graph-capturable.
+#include <cooperative_groups.h>
+
 #include "paged_decode/common.cuh"
 #ifdef CUBINRT_TRACE
 #include <cstdio>
@@ -38,11 +42,22 @@ struct MergeScratch {
   float sum[kGroup];
 };
 
-// The block's shared memory: the main loop's staging ring, then the warps' partials, then the
-// merge scratch, each used only after every thread is done with the one before.
+// What a block of a cluster merge leaves for the others to read: its normalised output and LSE
+// (log2 units) for each head of the chunk.
+struct ClusterShare {
+  float out[kGroup][kHeadDim];
+  float lse2[kGroup];
+};
+
+// The block's shared memory: the main loop's staging ring, then the warps' partials (and the
+// block's result, for a cluster merge), then the merge scratch, each used only after every
+// thread is done with the one before.
 union BlockShared {
   loop::Staging stage;
-  WarpPartials partials;
+  struct {
+    WarpPartials partials;
+    ClusterShare share;
+  } block;
   MergeScratch merge;
 };
 
@@ -117,6 +132,49 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV1& p, const BlockWor
   }
 }
 
+// Blocks in this block's cluster: 1 outside a cluster launch (and on GPUs before sm_90, which
+// have none; the dispatcher never asks them for a cluster merge).
+__device__ __forceinline__ unsigned cluster_blocks() {
+#if __CUDA_ARCH__ >= 900
+  return cooperative_groups::this_cluster().num_blocks();
+#else
+  return 1;
+#endif
+}
+
+// The cluster's blocks are the splits of one (sequence, head chunk). Each reads every block's
+// share of its part of the output dims through distributed shared memory and writes the merged
+// result; no block leaves while another may still read its shared memory.
+__device__ void merge_cluster(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, const ClusterShare& mine) {
+#if __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // every block's share is written
+  const int blocks = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
+  constexpr int kVecs = kHeadDim / 4;
+  const int vecs = w.heads * kVecs, per_block = (vecs + blocks - 1) / blocks;
+  for (int i = rank * per_block + threadIdx.x; i < min(vecs, (rank + 1) * per_block); i += kThreads) {
+    const int h = i / kVecs, d = i % kVecs * 4;
+    float m = kNegBig;
+    for (int r = 0; r < blocks; ++r) m = fmaxf(m, cluster.map_shared_rank(&mine, r)->lse2[h]);
+    float l = 0.f;
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int r = 0; r < blocks; ++r) {
+      const ClusterShare* theirs = cluster.map_shared_rank(&mine, r);
+      const float a = exp2f(theirs->lse2[h] - m);
+      const float4 x = *reinterpret_cast<const float4*>(&theirs->out[h][d]);
+      l += a;
+      o.x += a * x.x; o.y += a * x.y; o.z += a * x.z; o.w += a * x.w;
+    }
+    const float inv = 1.f / l;  // the largest LSE's block weighs 1
+    const int qh = w.head0 + h;
+    store_out4(p, w.b, qh, d, make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
+    if (p.lse != nullptr && d == 0) p.lse[w.b * p.num_q_heads + qh] = (m + log2f(l)) / kLog2e;
+  }
+  cluster.sync();
+#endif
+}
+
 // Shared memory beyond the 48 KiB a block may declare statically comes from the launch: the
 // kernel states how much it needs in a device object that the cubin reader finds by name
 // (cubinrt_dynamic_smem_<kernel>, 0 when all of it is static), pack records it in the manifest,
@@ -179,7 +237,7 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
   const int b = w.b, head0 = w.head0, heads = w.heads;
 
   BlockShared& s = block_shared<kDynamicShared>();
-  loop::warp_partial(p, w, s.stage, s.partials);
+  loop::warp_partial(p, w, s.stage, s.block.partials);
   __syncthreads();
 #ifdef CUBINRT_TRACE
   const long long trace_c2 = clock64();
@@ -188,10 +246,11 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
   // Each thread merges 4 dims of one head at a time with float4 reads (at head_dim 128, one pass
   // of the block does every dim of 4 heads). The head's per-warp weights and LSE are computed by
   // every thread that needs them: a few exp2 each, rather than a serial step and one more barrier
-  // (H200 run 23, CUBINRT_TRACE at B1 L128: 1102 -> 825 cycles from the warps' partials to the
+  // (H200 run 24, CUBINRT_TRACE at B1 L128: 1102 -> 825 cycles from the warps' partials to the
   // output for bf16 KV, 997 -> 832 for FP8).
-  const WarpPartials& part = s.partials;
+  const WarpPartials& part = s.block.partials;
   const int num_splits = p.num_splits;
+  const bool in_cluster = cluster_blocks() > 1;
   constexpr int kVecs = kHeadDim / 4;
   for (int i = threadIdx.x; i < heads * kVecs; i += kThreads) {
     const int h = i / kVecs, d = i % kVecs * 4;
@@ -214,7 +273,10 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
     }
     const int qh = head0 + h;
     const float lse2 = l > 0.f ? m + log2f(l) : kNegBig;
-    if (num_splits == 1) {
+    if (in_cluster) {
+      *reinterpret_cast<float4*>(&s.block.share.out[h][d]) = o;
+      if (d == 0) s.block.share.lse2[h] = lse2;
+    } else if (num_splits == 1) {
       store_out4(p, b, qh, d, o);
       if (p.lse != nullptr && d == 0) p.lse[b * p.num_q_heads + qh] = lse2 / kLog2e;
     } else {
@@ -222,6 +284,7 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
       if (d == 0) split_lse(p, b, qh)[split] = lse2;
     }
   }
+  if (in_cluster) return merge_cluster(p, w, s.block.share);
   if (num_splits == 1) {
 #ifdef CUBINRT_TRACE
     __syncthreads();

@@ -57,6 +57,7 @@ class Dispatch : public ::testing::Test {
 };
 
 TEST_F(Dispatch, LaunchHandsTheDriverTheAbiStruct) {
+  shape.merge = SplitMerge::workspace;
   auto plan = DecodePlan::create(*rt, shape);
   CUBINRT_ASSERT_OK(plan);
   EXPECT_EQ(plan->kernel().entry->id, "paged_decode.sm_90.hd128.bf16.fp8_e4m3.p16");
@@ -120,6 +121,7 @@ TEST_F(Dispatch, BadShapesAreRefusedAtPlan) {
 }
 
 TEST_F(Dispatch, BadArgumentsAreRefusedBeforeLaunch) {
+  shape.merge = SplitMerge::workspace;  // a plan that needs its workspace
   auto plan = DecodePlan::create(*rt, shape);
   CUBINRT_ASSERT_OK(plan);
   auto a = args(*plan);
@@ -174,11 +176,67 @@ TEST_F(Dispatch, SplitsBalanceTheBusiestMultiprocessor) {
   CUBINRT_ASSERT_OK(plan);
   EXPECT_EQ(plan->num_splits(), 32);
   EXPECT_EQ(plan->pages_per_split(), 64);
-  // Short: 128 tokens are never split (at least 256 tokens a split).
+  EXPECT_EQ(plan->merge(), SplitMerge::workspace);  // more splits than a cluster holds
+  // Short: 128 tokens are not split (at least 128 tokens a cluster split, 256 a workspace one).
   shape.block_table_stride = 8;
   plan = DecodePlan::create(*rt, shape);
   CUBINRT_ASSERT_OK(plan);
   EXPECT_EQ(plan->num_splits(), 1);
+  // 4 x 8 blocks of 512 tokens: the workspace would take 2 splits (256 tokens each); a cluster
+  // takes 4 (each on its own SM), and needs no workspace.
+  shape.batch = 4;
+  shape.block_table_stride = 32;
+  plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->num_splits(), 4);
+  EXPECT_EQ(plan->merge(), SplitMerge::cluster);
+  EXPECT_EQ(plan->workspace_bytes(), 0u);
+  shape.merge = SplitMerge::workspace;
+  plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->num_splits(), 2);
+  EXPECT_EQ(plan->merge(), SplitMerge::workspace);
+}
+
+// A cluster merge launches each (sequence, head chunk)'s splits as one cluster along z, and asks
+// for no workspace; where clusters cannot run it is refused at plan time, in one sentence.
+TEST_F(Dispatch, ClusterMergeLaunchesOneClusterPerHeadChunk) {
+  shape.batch = 2;
+  shape.block_table_stride = 10;  // 160 tokens
+  shape.num_splits = 3;
+  shape.merge = SplitMerge::cluster;
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->merge(), SplitMerge::cluster);
+  EXPECT_EQ(plan->num_splits(), 3);  // 4, 3 and 3 pages
+  EXPECT_EQ(plan->workspace_bytes(), 0u);
+  DecodeArgs a = args(*plan);
+  a.workspace = nullptr;
+  a.workspace_bytes = 0;
+  CUBINRT_ASSERT_OK(plan->launch(a, nullptr));
+  const LaunchRecord& r = fake_state().launches.back();
+  EXPECT_EQ(r.config.gridDimZ, 3u);
+  ASSERT_EQ(r.attrs.size(), 1u);
+  EXPECT_EQ(r.attrs[0].id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+  EXPECT_EQ(r.attrs[0].value.clusterDim.x, 1u);
+  EXPECT_EQ(r.attrs[0].value.clusterDim.y, 1u);
+  EXPECT_EQ(r.attrs[0].value.clusterDim.z, 3u);
+  CubinrtPagedDecodeParamsV1 p{};
+  std::memcpy(&p, r.params.data(), r.params.size());
+  EXPECT_EQ(p.partial, nullptr);
+  EXPECT_EQ(p.split_counters, nullptr);
+  EXPECT_EQ(p.pages_per_split, 4);
+  // The same splits through the workspace: no cluster attribute.
+  shape.merge = SplitMerge::choose;
+  plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->merge(), SplitMerge::workspace);
+  CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
+  EXPECT_TRUE(fake_state().launches.back().attrs.empty());
+
+  shape.merge = SplitMerge::cluster;
+  shape.num_splits = 9;
+  EXPECT_EQ(DecodePlan::create(*rt, shape).error().message, "paged decode: a cluster merge takes 2 to 8 splits, 9 asked");
 }
 
 TEST_F(Dispatch, LaunchPassesTheKernelsDynamicSharedMemory) {
@@ -199,6 +257,28 @@ TEST_F(Dispatch, LaunchPassesTheKernelsDynamicSharedMemory) {
   CUBINRT_ASSERT_OK(plan);
   CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
   EXPECT_EQ(fake_state().launches.back().config.sharedMemBytes, 0u);
+}
+
+// Before sm_90 there are no clusters: a forced cluster merge is refused, a chosen one never made.
+TEST(DispatchWithoutClusters, ClusterMergeIsRefusedOrNotChosen) {
+  RuntimeOptions o;
+  o.driver = make_fake_driver({{"NVIDIA A100-SXM4-80GB", 8, 0, 108, 166912, 2}});
+  o.bundle = std::make_shared<const Bundle>(*Bundle::embedded());
+  o.lazy = true;
+  auto a100 = Runtime::create(o);
+  CUBINRT_ASSERT_OK(a100);
+  DecodeShape shape{.batch = 1, .num_q_heads = 32, .num_kv_heads = 8, .head_dim = 128, .q_dtype = Dtype::bf16, .kv_storage = Dtype::uint8,
+                    .kv_declared = Dtype::fp8_e4m3, .page_size = 16, .layout = KvLayout::nhd, .block_table_stride = 8,
+                    .num_splits = 2, .merge = SplitMerge::cluster};
+  EXPECT_EQ(DecodePlan::create(**a100, shape).error().message,
+            "paged decode: a cluster merge needs thread-block clusters, which device 0 'NVIDIA A100-SXM4-80GB' (sm_80) "
+            "(kernel paged_decode.sm_80.hd128.bf16.fp8_e4m3.p16 for sm_80) does not have; use SplitMerge::workspace or choose");
+  shape.num_splits = 0;
+  shape.merge = SplitMerge::choose;
+  auto plan = DecodePlan::create(**a100, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->num_splits(), 1);  // 128 tokens stay whole where no cluster can merge them
+  EXPECT_EQ(plan->merge(), SplitMerge::workspace);
 }
 
 TEST_F(Dispatch, DriverLaunchErrorIsReported) {

@@ -48,6 +48,7 @@ struct Case {
   std::vector<int32_t> lens;
   KvLayout layout;
   int splits;  // 0: the plan's choice
+  SplitMerge merge = SplitMerge::choose;
 };
 
 // Runs one case and returns the output's relative error (and the LSE's in *lse_err).
@@ -55,7 +56,7 @@ double run_case(const Runtime& rt, const KernelKey& key, const Case& c, uint64_t
   int32_t max_len = 0;
   for (int32_t l : c.lens) max_len = std::max(max_len, l);
   const ref::Problem p = ref::make_problem(shape_for(key, c.batch, c.hq, c.hk, static_cast<uint32_t>(max_len), c.layout), key.kv_dtype, c.lens, seed);
-  auto r = run_on_device(rt, p, std::nullopt, c.splits);
+  auto r = run_on_device(rt, p, std::nullopt, c.splits, c.merge);
   EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
   if (!r) return INFINITY;
   const ref::Answer want = ref::solve(p, key.kv_dtype);
@@ -72,12 +73,16 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
   std::string report = "| variant | max rel. error (out) | max rel. error (lse) | tolerance |\n|---|---|---|---|\n";
   for (const KernelKey& key : keys) {
     // Ragged lengths, none a multiple of the page size; one past 8K; a GQA ratio of 4 and of 8
-    // (two head chunks); both layouts; the split path forced and chosen.
-    const std::vector<Case> cases = {
+    // (two head chunks); both layouts; splits forced and chosen, merged through the workspace
+    // and (sm_90 and later: the planner's choice for short sequences) by a cluster, with a
+    // split past a sequence's end.
+    std::vector<Case> cases = {
         {4, 8, 2, {1, 77, 1000, 8197}, KvLayout::nhd, 0},
         {3, 16, 2, {513, 9, 2049}, KvLayout::hnd, 3},
         {2, 4, 4, {1, 8200}, KvLayout::nhd, 1},
+        {3, 8, 2, {200, 33, 257}, KvLayout::hnd, 0},
     };
+    if (rt->device().cluster_launch && rt->selected(key)->arch.major >= 9) cases.push_back({2, 16, 2, {100, 45}, KvLayout::nhd, 2, SplitMerge::cluster});
     double worst = 0, worst_lse = 0;
     uint64_t seed = 1000 + key.head_dim;
     for (const Case& c : cases) {

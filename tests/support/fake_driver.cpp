@@ -33,6 +33,8 @@ CUresult name_of(CUresult r, const char** s) {
     case CUDA_ERROR_NO_BINARY_FOR_GPU: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
     case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
     case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    case CUDA_ERROR_NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
+    case CUDA_ERROR_INVALID_CLUSTER_SIZE: *s = "CUDA_ERROR_INVALID_CLUSTER_SIZE"; break;
     default: return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
@@ -69,6 +71,7 @@ CUresult device_attribute(int* v, CUdevice_attribute a, CUdevice d) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = x->minor; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = x->multiprocessors; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = x->shared_optin; break;
+    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: *v = x->major >= 9; break;
     default: return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
@@ -153,6 +156,16 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void**, void** ex
   if (config->sharedMemBytes > static_cast<unsigned>(allowed)) return CUDA_ERROR_INVALID_VALUE;
   LaunchRecord r;
   r.config = *config;
+  r.attrs.assign(config->attrs, config->attrs + config->numAttrs);
+  for (const CUlaunchAttribute& a : r.attrs)
+    if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      // As the driver: clusters need sm_90 code, at most 8 blocks (portable), and whole clusters.
+      const unsigned n = a.value.clusterDim.x * a.value.clusterDim.y * a.value.clusterDim.z;
+      if (fk->lib->info.arch.major < 9) return CUDA_ERROR_NOT_SUPPORTED;  // the code it runs predates clusters
+      if (n == 0 || n > 8 || config->gridDimX % a.value.clusterDim.x || config->gridDimY % a.value.clusterDim.y ||
+          config->gridDimZ % a.value.clusterDim.z)
+        return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    }
   r.kernel = reinterpret_cast<const FakeKernel*>(f)->kernel->name;
   const void* buf = nullptr;
   size_t size = 0;

@@ -35,7 +35,8 @@ struct FakeFaults {
 };
 
 struct LaunchRecord {
-  CUlaunchConfig config{};
+  CUlaunchConfig config{};  // its attrs pointer is the caller's: read attrs below instead
+  std::vector<CUlaunchAttribute> attrs;
   std::vector<std::byte> params;  // the CU_LAUNCH_PARAM_BUFFER_POINTER bytes
   std::string kernel;
 };

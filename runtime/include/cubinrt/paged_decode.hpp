@@ -35,6 +35,13 @@ struct KvCacheDesc {
   int64_t num_pages = 0;
 };
 
+// How the blocks of a split KV range combine their parts. workspace: the last split to finish
+// merges them through the plan's workspace (any GPU, any number of splits). cluster: the splits
+// of a (sequence, head chunk) run as one thread-block cluster and merge through distributed
+// shared memory, with no workspace and no global round trip (compute capability 9.0 and
+// later, 2 to 8 splits, kernels built for sm_90 or later).
+enum class SplitMerge : uint8_t { choose, workspace, cluster };
+
 // What stays fixed across calls of one shape: the plan is made from this.
 struct DecodeShape {
   uint32_t batch = 0;
@@ -49,6 +56,7 @@ struct DecodeShape {
   uint32_t block_table_stride = 0;  // pages per block-table row (the longest sequence's capacity)
   uint32_t max_seq_len = 0;         // 0: block_table_stride * page_size
   int num_splits = 0;               // 0: chosen from the device; else forced (tests, benchmarks)
+  SplitMerge merge = SplitMerge::choose;  // choose: the plan's pick (workspace when num_splits is forced)
 };
 
 struct DecodeArgs {
@@ -74,6 +82,7 @@ class DecodePlan {
   // the kernel leaves it zeroed after every complete launch.
   size_t workspace_bytes() const { return workspace_bytes_; }
   int num_splits() const { return num_splits_; }
+  SplitMerge merge() const { return merge_; }  // workspace or cluster (also when unsplit: workspace)
   int pages_per_split() const { return pages_per_split_; }
   const LoadedKernel& kernel() const { return *kernel_; }
   const DecodeShape& shape() const { return shape_; }
@@ -87,6 +96,7 @@ class DecodePlan {
   DecodeShape shape_;
   Dtype kv_dtype_ = Dtype::bf16;
   int num_splits_ = 1;
+  SplitMerge merge_ = SplitMerge::workspace;
   int pages_per_split_ = 0;
   int head_chunks_ = 1;
   size_t workspace_bytes_ = 0;

@@ -49,6 +49,7 @@ struct DeviceInfo {
   int driver_version = 0; // cuDriverGetVersion: 13000 = CUDA 13.0
   int multiprocessors = 0;
   int shared_optin = 0;   // bytes of shared memory a block may opt in to
+  bool cluster_launch = false;  // thread-block clusters (compute capability 9.0 and later)
   std::string str() const;  // "device 0 'NVIDIA H200' (sm_90)"
 };
 

@@ -43,10 +43,12 @@ struct DeviceResult {
 // Uploads the problem, launches the kernel for it through a DecodePlan, and reads the result
 // back. `declare_kv_as` overrides the KV dtype declared to the dispatcher (the data stays as made).
 Result<DeviceResult> run_on_device(const Runtime& runtime, const ref::Problem& problem,
-                                   std::optional<Dtype> declare_kv_as = std::nullopt, int num_splits = 0);
+                                   std::optional<Dtype> declare_kv_as = std::nullopt, int num_splits = 0,
+                                   SplitMerge merge = SplitMerge::choose);
 // The same for many problems at once: one allocation, one copy each way, one synchronisation.
 Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const std::vector<const ref::Problem*>& problems,
-                                                std::optional<Dtype> declare_kv_as = std::nullopt, int num_splits = 0);
+                                                std::optional<Dtype> declare_kv_as = std::nullopt, int num_splits = 0,
+                                                SplitMerge merge = SplitMerge::choose);
 
 struct KnownAnswer {
   double error = 0;      // relative L2 of the output against the float64 reference

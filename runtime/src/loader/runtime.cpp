@@ -159,6 +159,9 @@ Status Runtime::Impl::open_device(const RuntimeOptions& o) {
     CUBINRT_TRY(d.check(d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)", what));
     CUBINRT_TRY(d.check(d.cuDeviceGetAttribute(&device.multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", what));
     CUBINRT_TRY(d.check(d.cuDeviceGetAttribute(&device.shared_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev), "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)", what));
+    int clusters = 0;
+    CUBINRT_TRY(d.check(d.cuDeviceGetAttribute(&clusters, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, dev), "cuDeviceGetAttribute(CLUSTER_LAUNCH)", what));
+    device.cluster_launch = clusters != 0;
     device.arch = Arch{static_cast<uint32_t>(major), static_cast<uint32_t>(minor), Arch::Variant::plain};
     CUBINRT_TRY(d.check(d.cuDevicePrimaryCtxRetain(&context, dev), "cuDevicePrimaryCtxRetain", device.str()));
     return {};

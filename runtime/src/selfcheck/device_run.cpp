@@ -22,7 +22,7 @@ struct Placement {
 }  // namespace
 
 Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const std::vector<const ref::Problem*>& problems,
-                                                std::optional<Dtype> declare_kv_as, int num_splits) {
+                                                std::optional<Dtype> declare_kv_as, int num_splits, SplitMerge merge) {
   const DriverApi& d = runtime.driver();
   // Plan every problem and lay all buffers out in one arena: one allocation, one copy each way,
   // one synchronisation, whatever the number of problems.
@@ -35,6 +35,7 @@ Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const st
     shape.kv_storage = fp8 ? Dtype::uint8 : p.kv_dtype;
     shape.kv_declared = fp8 ? std::optional<Dtype>(declare_kv_as.value_or(p.kv_dtype)) : declare_kv_as;
     shape.num_splits = num_splits;
+    shape.merge = merge;
     Placement pl{CUBINRT_TRY(DecodePlan::create(runtime, shape)), 0, 0, 0, 0, 0, 0, 0, 0, 0};
     const size_t out_elems = size_t{p.shape.batch} * p.shape.num_q_heads * p.shape.head_dim;
     pl.q = at;
@@ -103,8 +104,9 @@ Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const st
   return results;
 }
 
-Result<DeviceResult> run_on_device(const Runtime& runtime, const ref::Problem& problem, std::optional<Dtype> declare_kv_as, int num_splits) {
-  auto r = CUBINRT_TRY(run_on_device(runtime, std::vector<const ref::Problem*>{&problem}, declare_kv_as, num_splits));
+Result<DeviceResult> run_on_device(const Runtime& runtime, const ref::Problem& problem, std::optional<Dtype> declare_kv_as, int num_splits,
+                                   SplitMerge merge) {
+  auto r = CUBINRT_TRY(run_on_device(runtime, std::vector<const ref::Problem*>{&problem}, declare_kv_as, num_splits, merge));
   return std::move(r.front());
 }
 

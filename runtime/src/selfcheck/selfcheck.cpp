@@ -40,13 +40,23 @@ Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, cons
   for (const KernelKey& key : keys) problems.push_back(known_answer_problem(key));
   std::vector<const ref::Problem*> ptrs;
   for (const ref::Problem& p : problems) ptrs.push_back(&p);
-  const auto results = CUBINRT_TRY(run_on_device(runtime, ptrs, std::nullopt, /*num_splits=*/2));
+  // Both ways of merging the 2 splits where the kernels can cluster (the planner merges up to 8
+  // splits in a cluster, more through the workspace); the worse error counts.
+  const auto results = CUBINRT_TRY(run_on_device(runtime, ptrs, std::nullopt, /*num_splits=*/2, SplitMerge::workspace));
+  bool cluster = runtime.device().cluster_launch;
+  for (const KernelKey& key : keys) cluster = cluster && runtime.selected(key) && runtime.selected(key)->arch.major >= 9;
+  std::vector<DeviceResult> clustered;
+  if (cluster) clustered = CUBINRT_TRY(run_on_device(runtime, ptrs, std::nullopt, /*num_splits=*/2, SplitMerge::cluster));
   std::vector<KnownAnswer> answers;
   for (size_t i = 0; i < keys.size(); ++i) {
     const ref::Answer want = ref::solve(problems[i], reference_kv_as.value_or(keys[i].kv_dtype));
     KnownAnswer k;
     k.error = ref::rel_l2(keys[i].q_dtype, results[i].out, want.out);
     k.lse_error = ref::rel_l2(results[i].lse, want.lse);
+    if (cluster) {
+      k.error = std::max(k.error, ref::rel_l2(keys[i].q_dtype, clustered[i].out, want.out));
+      k.lse_error = std::max(k.lse_error, ref::rel_l2(clustered[i].lse, want.lse));
+    }
     k.tolerance = ref::tolerance(keys[i].q_dtype);
     answers.push_back(k);
   }
