@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -48,10 +49,12 @@ int64_t choose_splits(int64_t blocks, int64_t pages, int64_t multiprocessors, in
     const double rate = double(std::min(per_sm, saturating)) / double(saturating);
     return Option{splits, double(per_sm * per_split) / rate};
   };
-  double least = option(1).cost;
-  for (int64_t s = 2; s <= max_splits; ++s) least = std::min(least, option(s).cost);
-  for (int64_t s = 1; s <= max_splits; ++s)
-    if (const Option o = option(s); o.cost <= least * (1 + kSplitGainToBeat)) return o.splits;
+  std::vector<Option> options;
+  for (int64_t s = 1; s <= max_splits; ++s) options.push_back(option(s));
+  double least = options.front().cost;
+  for (const Option& o : options) least = std::min(least, o.cost);
+  for (const Option& o : options)
+    if (o.cost <= least * (1 + kSplitGainToBeat)) return o.splits;
   return 1;
 }
 
