@@ -6,6 +6,7 @@
 //   selfcheck: the full and quick self-check.
 // Prints a table; with CUBINRT_BENCH_MD=<file> also appends Markdown rows. Never a test.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <span>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -297,13 +299,15 @@ void bench_selfcheck(const std::shared_ptr<const DriverApi>& drv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, sweep = false;
   std::optional<std::filesystem::path> bundle_path;
   std::string only;
   CLI::App app{"cubinrt_bench: paged decode against ceilings measured in the same run (docs/benchmarks.md)"};
   app.add_flag("--quick", quick, "the ceilings and decode only (no start-up or self-check timings)");
   app.add_option("--bundle", bundle_path, "time the decode kernels of this bundle instead of the embedded one (kernel experiments)");
   app.add_option("--only", only, "time only the decode shapes whose name contains this text");
+  app.add_flag("--sweep", sweep, "instead of the issue's shapes: small batches and short sequences, the planner's merge against the "
+                                 "workspace's, to check where it picks a cluster");
   CLI11_PARSE(app, argc, argv);
   auto drv = value_or_die(open_driver(), "driver");
   g_d = drv.get();
@@ -347,7 +351,17 @@ int main(int argc, char** argv) {
       {"B4 L512 32q/8kv D128 p16, forced", 4, 512, 32, 8, 128, 16, 2, KvLayout::nhd, SplitMerge::cluster},
       {"B4 L512 32q/8kv D128 p16, forced", 4, 512, 32, 8, 128, 16, 4, KvLayout::nhd, SplitMerge::cluster},
   };
-  for (const Shape& s : shapes)
+  // The sweep's shapes live as long as the loop that times them (Shape holds its name by pointer).
+  std::vector<std::string> sweep_names;
+  std::vector<Shape> sweep_shapes;
+  for (uint32_t batch : {1u, 2u, 4u, 8u, 16u})
+    for (uint32_t len : {256u, 1024u, 4096u}) sweep_names.push_back(fmt::format("B{} L{} 32q/8kv D128 p16", batch, len));
+  for (size_t i = 0; i < sweep_names.size(); ++i) {
+    const uint32_t batch = std::array{1u, 2u, 4u, 8u, 16u}[i / 3], len = std::array{256u, 1024u, 4096u}[i % 3];
+    for (SplitMerge m : {SplitMerge::choose, SplitMerge::workspace})
+      sweep_shapes.push_back({sweep_names[i].c_str(), batch, len, 32, 8, 128, 16, 0, KvLayout::nhd, m});
+  }
+  for (const Shape& s : sweep ? std::span<const Shape>(sweep_shapes) : std::span<const Shape>(shapes))
     for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3})
       if (std::string_view(s.name).contains(only) && rt->supports({"paged_decode", s.d, Dtype::bf16, kv, s.page})) bench_decode(*rt, k, c, s, kv);
   if (!quick) {

@@ -28,6 +28,8 @@ for step in "$@"; do
         ./$D/cubinrt_bench --quick --bundle "$b" 2>&1; rc=$((rc | $?))
         CUBINRT_TEST_BUNDLE=$b ./$D/cubinrt_gpu_tests --gtest_filter='GpuDecode.EverySelected*' 2>&1 | grep -E "^\||OK|FAILED"; rc=$((rc | PIPESTATUS[0]))
       done 2>&1 | tee "$OUT/experiments.log" ;;
+    sweep)  # small batches and short sequences: the planner's merge against the workspace's
+      CUBINRT_BENCH_MD=$OUT/sweep.md ./$D/cubinrt_bench --quick --sweep 2>&1 | tee "$OUT/sweep.log"; rc=$((rc | PIPESTATUS[0])) ;;
     trace)  # kernels built with -DCUBINRT_TRACE=128 ($D/trace*.bundle): where B1 L128's time goes
       for b in $D/trace*.bundle; do
         echo "== trace $(basename "$b" .bundle)"

@@ -177,11 +177,23 @@ TEST_F(Dispatch, SplitsBalanceTheBusiestMultiprocessor) {
   EXPECT_EQ(plan->num_splits(), 32);
   EXPECT_EQ(plan->pages_per_split(), 64);
   EXPECT_EQ(plan->merge(), SplitMerge::workspace);  // more splits than a cluster holds
-  // Short: 128 tokens are not split (at least 128 tokens a cluster split, 256 a workspace one).
+  // Short: 128 tokens are not split (at least 256 tokens a workspace split; a cluster splits only
+  // what the workspace would).
   shape.block_table_stride = 8;
   plan = DecodePlan::create(*rt, shape);
   CUBINRT_ASSERT_OK(plan);
   EXPECT_EQ(plan->num_splits(), 1);
+  // 256 tokens: the workspace would not split them, so neither does a cluster (measured slower).
+  shape.block_table_stride = 16;
+  plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->num_splits(), 1);
+  // 1024 tokens: 4 workspace splits become a cluster of 8 (128 tokens each).
+  shape.block_table_stride = 64;
+  plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->num_splits(), 8);
+  EXPECT_EQ(plan->merge(), SplitMerge::cluster);
   // 4 x 8 blocks of 512 tokens: the workspace would take 2 splits (256 tokens each); a cluster
   // takes 4 (each on its own SM), and needs no workspace.
   shape.batch = 4;

@@ -59,10 +59,13 @@ int64_t choose_splits(int64_t blocks, int64_t pages, int64_t multiprocessors, in
 }
 
 // Thread-block clusters: at most 8 blocks (the portable limit). Their merge costs no global round
-// trip, so a split may be shorter than through the workspace, though not much: measured on the
-// H200 (runs 26-27, B1 L128, 8 blocks): 5.0 us a launch unsplit, 5.2-5.7 in clusters of 2, 4 or
-// 8 (FP8 4.6-4.7 against 5.5-5.9); at B4 L512 the workspace's 2 splits took 10.5 us, a
-// cluster's 2 8.7 and 4 7.9 (FP8 9.7, 7.9, 7.2).
+// trip, so where the workspace would split a range, a cluster splits it finer. Measured on the
+// H200 (runs 26-29, us a launch back to back, bf16 / FP8): B4 L512, the workspace's 2 splits
+// 10.5 / 9.7, a cluster's 4 7.9 / 7.2; B1 L1024 4 splits 10.7 / 9.9 against a cluster's 8 6.9 /
+// 6.6; B16 L1024 2 splits 25.0 / 15.8 against a cluster's 2 22.6 / 14.1. Ranges the workspace
+// leaves whole stay whole: B1 L128 5.0 / 4.7 unsplit against 5.2-5.9 in clusters, and at 256
+// tokens a cluster of 2 was no faster at batch 1-8 and 13% slower at 16. The one loss seen:
+// B8 L4096 FP8, 4 splits, 27.5 through the workspace against 30.8 as clusters (bf16 40.7 / 40.1).
 constexpr int64_t kMaxClusterSplits = 8;
 constexpr int64_t kMinTokensPerClusterSplit = 128;
 
@@ -144,9 +147,9 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
     // through the workspace costs more than it hides.
     const int64_t by_length = std::clamp<int64_t>(max_len / kMinTokensPerSplit, 1, 65535);
     splits = choose_splits(blocks, pages, multiprocessors, std::max(1, plan.kernel_->blocks_per_sm), by_length);
-    // Where the workspace would take at most a cluster's worth of splits, a cluster merges them
-    // instead, and may split shorter ranges (a small batch of short sequences).
-    if (can_cluster && s.merge != SplitMerge::workspace && (splits <= kMaxClusterSplits || s.merge == SplitMerge::cluster)) {
+    // Where the workspace would take 2 to 8 splits, a cluster merges them instead, in splits as
+    // short as 128 tokens.
+    if (can_cluster && (s.merge == SplitMerge::cluster || (s.merge == SplitMerge::choose && splits > 1 && splits <= kMaxClusterSplits))) {
       const int64_t by_cluster = std::clamp<int64_t>(max_len / kMinTokensPerClusterSplit, 1, kMaxClusterSplits);
       const int64_t c = choose_splits(blocks, pages, multiprocessors, std::max(1, plan.kernel_->blocks_per_sm), by_cluster);
       if (c > 1) splits = c, cluster = true;
