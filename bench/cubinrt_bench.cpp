@@ -143,16 +143,16 @@ Ceilings measure_ceilings(const BenchKernels& k, int multiprocessors) {
   g_d->cuMemFree(sink);
   g_d->cuMemFree(a);
   g_d->cuMemFree(b);
+  auto launch_empty = [&] { check(g_d->cuLaunchKernel(k.empty, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr), "cuLaunchKernel(empty)"); };
   constexpr int kLaunches = 2000;
   std::vector<double> per;
   for (int rep = 0; rep < 5; ++rep)
     per.push_back(ev.time([&] {
-      for (int i = 0; i < kLaunches; ++i) check(g_d->cuLaunchKernel(k.empty, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr), "cuLaunchKernel(empty)");
+      for (int i = 0; i < kLaunches; ++i) launch_empty();
     }) * 1e3 / kLaunches);
   c.launch_us = median(per);
   std::vector<double> single;
-  for (int i = 0; i < 25; ++i)
-    single.push_back(ev.time([&] { check(g_d->cuLaunchKernel(k.empty, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr), "cuLaunchKernel(empty)"); }) * 1e3);
+  for (int i = 0; i < 25; ++i) single.push_back(ev.time(launch_empty) * 1e3);
   c.single_us = median(single);
   return c;
 }
@@ -351,16 +351,18 @@ int main(int argc, char** argv) {
       {"B4 L512 32q/8kv D128 p16, forced", 4, 512, 32, 8, 128, 16, 2, KvLayout::nhd, SplitMerge::cluster},
       {"B4 L512 32q/8kv D128 p16, forced", 4, 512, 32, 8, 128, 16, 4, KvLayout::nhd, SplitMerge::cluster},
   };
-  // The sweep's shapes live as long as the loop that times them (Shape holds its name by pointer).
+  // The sweep's shapes; their names live as long as the loop that times them (Shape holds its
+  // name by pointer, so the names never reallocate: reserved up front).
+  constexpr std::array kSweepBatches{1u, 2u, 4u, 8u, 16u};
+  constexpr std::array kSweepLens{256u, 1024u, 4096u};
   std::vector<std::string> sweep_names;
+  sweep_names.reserve(kSweepBatches.size() * kSweepLens.size());
   std::vector<Shape> sweep_shapes;
-  for (uint32_t batch : {1u, 2u, 4u, 8u, 16u})
-    for (uint32_t len : {256u, 1024u, 4096u}) sweep_names.push_back(fmt::format("B{} L{} 32q/8kv D128 p16", batch, len));
-  for (size_t i = 0; i < sweep_names.size(); ++i) {
-    const uint32_t batch = std::array{1u, 2u, 4u, 8u, 16u}[i / 3], len = std::array{256u, 1024u, 4096u}[i % 3];
-    for (SplitMerge m : {SplitMerge::choose, SplitMerge::workspace})
-      sweep_shapes.push_back({sweep_names[i].c_str(), batch, len, 32, 8, 128, 16, 0, KvLayout::nhd, m});
-  }
+  for (uint32_t batch : kSweepBatches)
+    for (uint32_t len : kSweepLens) {
+      const char* name = sweep_names.emplace_back(fmt::format("B{} L{} 32q/8kv D128 p16", batch, len)).c_str();
+      for (SplitMerge m : {SplitMerge::choose, SplitMerge::workspace}) sweep_shapes.push_back({name, batch, len, 32, 8, 128, 16, 0, KvLayout::nhd, m});
+    }
   for (const Shape& s : sweep ? std::span<const Shape>(sweep_shapes) : std::span<const Shape>(shapes))
     for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3})
       if (std::string_view(s.name).contains(only) && rt->supports({"paged_decode", s.d, Dtype::bf16, kv, s.page})) bench_decode(*rt, k, c, s, kv);

@@ -74,15 +74,15 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
   for (const KernelKey& key : keys) {
     // Ragged lengths, none a multiple of the page size; one past 8K; a GQA ratio of 4 and of 8
     // (two head chunks); both layouts; splits forced and chosen, merged through the workspace
-    // and (sm_90 and later: the planner's choice for short sequences) by a cluster, with a
-    // split past a sequence's end.
+    // and (sm_90 and later: the planner's choice where the workspace would take 2 to 8 splits)
+    // by a cluster, with a split past a sequence's end.
     std::vector<Case> cases = {
         {4, 8, 2, {1, 77, 1000, 8197}, KvLayout::nhd, 0},
         {3, 16, 2, {513, 9, 2049}, KvLayout::hnd, 3},
         {2, 4, 4, {1, 8200}, KvLayout::nhd, 1},
         {3, 8, 2, {600, 33, 517}, KvLayout::hnd, 0},
     };
-    if (rt->device().cluster_launch && rt->selected(key)->arch.major >= 9) cases.push_back({2, 16, 2, {100, 45}, KvLayout::nhd, 2, SplitMerge::cluster});
+    if (supports_cluster_merge(rt->device(), *rt->selected(key))) cases.push_back({2, 16, 2, {100, 45}, KvLayout::nhd, 2, SplitMerge::cluster});
     double worst = 0, worst_lse = 0;
     uint64_t seed = 1000 + key.head_dim;
     for (const Case& c : cases) {

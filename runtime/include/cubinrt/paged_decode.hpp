@@ -71,6 +71,10 @@ struct DecodeArgs {
   size_t workspace_bytes = 0;
 };
 
+// Whether a cluster merge can run: the device has thread-block clusters and the kernel is code for
+// sm_90 or later.
+bool supports_cluster_merge(const DeviceInfo& device, const ManifestEntry& kernel);
+
 // The kernel's logical KV dtype from storage and declaration, or why it cannot be decided.
 Result<Dtype> resolve_kv_dtype(Dtype q_dtype, Dtype storage, std::optional<Dtype> declared);
 

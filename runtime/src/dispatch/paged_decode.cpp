@@ -91,6 +91,8 @@ Status check_shape(const DecodeShape& s) {
 
 }  // namespace
 
+bool supports_cluster_merge(const DeviceInfo& device, const ManifestEntry& kernel) { return device.cluster_launch && kernel.arch.major >= 9; }
+
 Result<Dtype> resolve_kv_dtype(Dtype q_dtype, Dtype storage, std::optional<Dtype> declared) {
   auto bad = [](std::string m) { return fail(Errc::invalid_argument, "KV cache dtype: " + m); };
   switch (storage) {
@@ -133,7 +135,7 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
   const int64_t pages = (max_len + s.page_size - 1) / s.page_size;
   const int64_t blocks = int64_t{s.batch} * s.num_kv_heads * plan.head_chunks_;
   const int64_t multiprocessors = std::max(1, runtime.device().multiprocessors);
-  const bool can_cluster = runtime.device().cluster_launch && plan.kernel_->entry->arch.major >= 9;
+  const bool can_cluster = supports_cluster_merge(runtime.device(), *plan.kernel_->entry);
   if (s.merge == SplitMerge::cluster && !can_cluster)
     return fail(Errc::unsupported, fmt::format("paged decode: a cluster merge needs thread-block clusters, which {} (kernel {} for {}) "
                                                "does not have; use SplitMerge::workspace or choose",

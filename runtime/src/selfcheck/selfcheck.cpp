@@ -1,4 +1,5 @@
 // run_selfcheck: driver -> bundle -> static checks -> device -> load -> ABI -> known answers.
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -43,8 +44,10 @@ Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, cons
   // Both ways of merging the 2 splits where the kernels can cluster (the planner merges up to 8
   // splits in a cluster, more through the workspace); the worse error counts.
   const auto results = CUBINRT_TRY(run_on_device(runtime, ptrs, std::nullopt, /*num_splits=*/2, SplitMerge::workspace));
-  bool cluster = runtime.device().cluster_launch;
-  for (const KernelKey& key : keys) cluster = cluster && runtime.selected(key) && runtime.selected(key)->arch.major >= 9;
+  const bool cluster = std::ranges::all_of(keys, [&](const KernelKey& key) {
+    const ManifestEntry* e = runtime.selected(key);
+    return e && supports_cluster_merge(runtime.device(), *e);
+  });
   std::vector<DeviceResult> clustered;
   if (cluster) clustered = CUBINRT_TRY(run_on_device(runtime, ptrs, std::nullopt, /*num_splits=*/2, SplitMerge::cluster));
   std::vector<KnownAnswer> answers;
