@@ -4,8 +4,8 @@
 #include <benchmark/benchmark.h>
 
 #include "cubinrt/paged_decode.hpp"
-#include "cubinrt/select.hpp"
-#include "cubinrt/verify.hpp"
+#include "select/select.hpp"
+#include "bundle/verify.hpp"
 #include "support/fake_driver.hpp"
 
 namespace {

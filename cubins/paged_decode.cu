@@ -2,8 +2,8 @@
 //
 // One source for every catalog variant; the build defines the variant:
 //   CUBINRT_HEAD_DIM   64 | 128 | 256 | 512
-//   CUBINRT_Q_DTYPE    1 fp16 | 2 bf16            (also the output dtype)
-//   CUBINRT_KV_DTYPE   1 fp16 | 2 bf16 | 3 fp8_e4m3 | 4 fp8_e5m2
+//   CUBINRT_Q_DTYPE    CUBINRT_DTYPE_FP16 | CUBINRT_DTYPE_BF16   (also the output dtype)
+//   CUBINRT_KV_DTYPE   the q dtype | CUBINRT_DTYPE_FP8_E4M3 | CUBINRT_DTYPE_FP8_E5M2 (cubinrt/dtypes.h)
 //   CUBINRT_PAGE_SIZE  tokens per page
 //   CUBINRT_KERNEL     the entry point's name (the manifest records it)
 //
@@ -16,12 +16,35 @@
 // shared memory; otherwise each writes a normalised partial output and its LSE to the workspace
 // and the last split to finish merges them (counted with an atomic that it resets). Either way
 // the launch needs no second kernel and stays graph-capturable.
+//
+// Many variants, one translation unit: the build compiles every variant of a family and arch in
+// one nvcc run (one front-end pass over the CUDA headers instead of one a variant; the kernels
+// keep their own extern "C" names in one cubin). Its generated unit defines a variant's macros,
+// including CUBINRT_VARIANT_NS, includes this file, undefines them, and goes on to the next. So
+// everything below the headers lives in namespace CUBINRT_VARIANT_NS, and the variant headers
+// (paged_decode/*.cuh) have no include guards. A one-variant compile may leave it undefined.
 #include <cooperative_groups.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <stdint.h>
 
-#include "paged_decode/common.cuh"
+#include <type_traits>
 #ifdef CUBINRT_TRACE
 #include <cstdio>
 #endif
+
+#include "cubinrt/dtypes.h"
+#include "paged_decode_abi.h"
+
+#ifndef CUBINRT_VARIANT_NS  // a one-variant compile (bench/experiments/build.sh): a default name
+#define CUBINRT_VARIANT_NS cubinrt_one_variant
+#define CUBINRT_VARIANT_NS_DEFAULT_
+#endif
+
+namespace CUBINRT_VARIANT_NS {
+
+#include "paged_decode/common.cuh"
 #if CUBINRT_HEAD_DIM <= 256
 #include "paged_decode/mma_loop.cuh"
 namespace loop = paged_decode::mma;
@@ -184,6 +207,11 @@ constexpr bool kDynamicShared = kSharedBytes > 48 * 1024;
 #define CUBINRT_CAT2_(a, b) a##b
 #define CUBINRT_CAT_(a, b) CUBINRT_CAT2_(a, b)
 extern "C" __device__ const uint32_t CUBINRT_CAT_(cubinrt_dynamic_smem_, CUBINRT_KERNEL) = kDynamicShared ? kSharedBytes : 0;
+// The key this kernel is, as the catalog's unit source states it: the reader checks it against the
+// manifest, so an entry cannot name a sibling kernel of the same cubin.
+#ifdef CUBINRT_VARIANT_KEY
+extern "C" __device__ const char CUBINRT_CAT_(cubinrt_key_, CUBINRT_KERNEL)[] = CUBINRT_VARIANT_KEY;
+#endif
 
 template <bool kDynamic>
 __device__ __forceinline__ BlockShared& block_shared() {
@@ -328,3 +356,18 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_PARAM_DECL
   const CubinrtPagedDecodeParamsV1 p = {CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_PARAM_NAME_))};
   paged_decode_block(p);
 }
+#undef CUBINRT_PARAM_DECL_
+#undef CUBINRT_PARAM_NAME_
+#undef CUBINRT_DROP_FIRST_
+#undef CUBINRT_LIST_
+#undef CUBINRT_CAT2_
+#undef CUBINRT_CAT_
+#undef CUBINRT_TRACE_FIRST_STEP  // common.cuh's
+
+}  // namespace CUBINRT_VARIANT_NS
+
+// Nothing of this variant outlives it: the next inclusion brings its own namespace name.
+#ifdef CUBINRT_VARIANT_NS_DEFAULT_
+#undef CUBINRT_VARIANT_NS
+#undef CUBINRT_VARIANT_NS_DEFAULT_
+#endif

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cubinrt/verify.hpp"
+#include "bundle/verify.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto b = cubinrt::Bundle::from_view(std::span(reinterpret_cast<const std::byte*>(data), size), "fuzz");

@@ -2,7 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cubinrt/cubin.hpp"
+#include "cubin/cubin.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto r = cubinrt::read_cubin(std::span(reinterpret_cast<const std::byte*>(data), size));

@@ -2,7 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cubinrt/fatbin.hpp"
+#include "fatbin/fatbin.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)cubinrt::read_fatbin(std::span(reinterpret_cast<const std::byte*>(data), size));

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "cubinrt/catalog.hpp"
-#include "cubinrt/manifest.hpp"
+#include "catalog/catalog.hpp"
+#include "bundle/manifest.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,8 +1,10 @@
 // Makes the bundle and manifest seeds from a real cubin: make_fuzz_seeds CUBIN BUNDLE MANIFEST.
 #include <cstdio>
 
-#include "cubinrt/bundle.hpp"
-#include "cubinrt/cubin.hpp"
+#include "bundle/bundle.hpp"
+#include "common/file_io.hpp"
+#include "pack/pack.hpp"
+#include "cubin/cubin.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 4) return std::fprintf(stderr, "usage: make_fuzz_seeds CUBIN BUNDLE MANIFEST\n"), 2;

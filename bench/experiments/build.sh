@@ -7,13 +7,15 @@
 set -euo pipefail
 name=$1; defines=$2; B=${3:-build}
 out=$B/experiments/$name; mkdir -p "$out" .device
-dtype() { case $1 in fp16) echo 1;; bf16) echo 2;; fp8_e4m3) echo 3;; fp8_e5m2) echo 4;; esac; }
+dtype() { echo "CUBINRT_DTYPE_${1^^}"; }  # the dtype table's macro (cubinrt/dtypes.h)
+pids=()
 for hd in 128 256; do for kv in bf16 fp8_e4m3; do
   id=paged_decode.sm_90.hd$hd.bf16.$kv.p16
   extra_var=EXP_hd${hd}_${kv}
-  nvcc -cubin -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Iruntime/include -DCUBINRT_HEAD_DIM=$hd \
-    -DCUBINRT_Q_DTYPE=2 -DCUBINRT_KV_DTYPE=$(dtype $kv) -DCUBINRT_PAGE_SIZE=16 \
+  nvcc -cubin -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Iruntime/include -Iruntime/src/families/paged_decode -DCUBINRT_HEAD_DIM=$hd \
+    -DCUBINRT_Q_DTYPE=CUBINRT_DTYPE_BF16 -DCUBINRT_KV_DTYPE=$(dtype $kv) -DCUBINRT_PAGE_SIZE=16 \
     -DCUBINRT_KERNEL=cubinrt_paged_decode_hd${hd}_bf16_${kv}_p16 $defines ${!extra_var:-} cubins/paged_decode.cu -o "$out/$id.cubin" &
+  pids+=($!)
 done; done
-wait
+for pid in "${pids[@]}"; do wait "$pid"; done  # a failed compile stops the script (set -e)
 "$B/tools/cubin-manifest" pack --catalog bench/experiments/catalog_sm90_decode.json --cubin-dir "$out" --output ".device/$name.bundle"

@@ -1,17 +1,12 @@
 // What both main loops of the paged decode kernel share: the variant's constants, the element
 // types and the block's share of the work. Included by paged_decode.cu only.
-#pragma once
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
-#include <stdint.h>
+//
+// No include guard: paged_decode.cu includes this once per variant, inside the variant's
+// namespace, after the system headers, the dtype table and the ABI header it needs.
 
-#include <type_traits>
-
-#include "cubinrt/abi/paged_decode_v1.h"
-
-#ifndef CUBINRT_HEAD_DIM
-#error "CUBINRT_HEAD_DIM is not defined: the build defines the variant"
+#if !defined(CUBINRT_HEAD_DIM) || !defined(CUBINRT_Q_DTYPE) || !defined(CUBINRT_KV_DTYPE) || !defined(CUBINRT_PAGE_SIZE) || \
+    !defined(CUBINRT_KERNEL)
+#error "CUBINRT_HEAD_DIM, _Q_DTYPE, _KV_DTYPE, _PAGE_SIZE and _KERNEL define the variant: the build defines them"
 #endif
 
 namespace paged_decode {
@@ -30,14 +25,18 @@ constexpr int kWarps = CUBINRT_PAGED_DECODE_THREADS / 32;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kGroup = CUBINRT_PAGED_DECODE_MAX_GROUP;
 
-constexpr bool kKvIsFp8 = kKvDtype >= 3;
+// Encodings are tested by name (cubinrt/dtypes.h), never by order.
+static_assert(CUBINRT_DTYPE_IS_FLOAT16(kQDtype), "q (and out) must be fp16 or bf16");
+static_assert(CUBINRT_DTYPE_IS_FLOAT16(kKvDtype) || CUBINRT_DTYPE_IS_FP8(kKvDtype),
+              "KV must be fp16, bf16, fp8_e4m3 or fp8_e5m2: this kernel has no NVFP4 path");
+constexpr bool kKvIsFp8 = CUBINRT_DTYPE_IS_FP8(kKvDtype);
 constexpr int kKvBytes = kKvIsFp8 ? 1 : 2;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNegBig = -1.0e30f;  // finite "minus infinity": exp2 of differences stays 0, not NaN
 
 static_assert((kPageSize & (kPageSize - 1)) == 0 && kPageSize >= 16, "page size must be a power of two >= 16");
 
-using QType = typename std::conditional<kQDtype == 2, __nv_bfloat16, __half>::type;
+using QType = typename std::conditional<kQDtype == CUBINRT_DTYPE_BF16, __nv_bfloat16, __half>::type;
 
 __device__ __forceinline__ float q_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ float q_to_float(__half x) { return __half2float(x); }
@@ -51,7 +50,7 @@ __device__ __forceinline__ uint32_t bits2(float lo, float hi) {
 // Two FP8 codes (the low byte first) as two halves. Half holds every e4m3 and e5m2 value
 // exactly, so this is the encoding's exact value; one cvt instruction on sm_89 and later.
 __device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t two_codes) {
-  constexpr __nv_fp8_interpretation_t kind = kKvDtype == 3 ? __NV_E4M3 : __NV_E5M2;
+  constexpr __nv_fp8_interpretation_t kind = kKvDtype == CUBINRT_DTYPE_FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
   const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two_codes & 0xffff), kind);
   return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
 }

@@ -10,14 +10,13 @@
 // A dot product does not care in which order its terms come, so each lane loads 16 contiguous
 // bytes of a K or V row and the q fragment (and the output) use the same permutation of dims:
 // no shared memory, no ldmatrix, and loads that cover whole 32-byte sectors.
-#pragma once
-#include "common.cuh"
+// No include guard: included once per variant, after common.cuh (paged_decode.cu).
 
 namespace paged_decode::mma {
 
 // The mma operand type: FP8 KV is widened to half (exact, one cvt per pair); 16-bit KV (which is
 // in q's dtype) is used as stored.
-constexpr bool kBf16 = !kKvIsFp8 && kQDtype == 2;
+constexpr bool kBf16 = !kKvIsFp8 && kQDtype == CUBINRT_DTYPE_BF16;
 
 constexpr int kKTiles = kHeadDim / 16;              // k-tiles of q.K = dim tiles of P.V
 constexpr int kKElems = 16 / kKvBytes;              // elements per 16-byte K load
@@ -91,13 +90,13 @@ __device__ __forceinline__ int v_token(int u, int t) { return 16 * (u / 4) + 2 *
 #endif
 // What the bit placement leaves out: e4m3's exponent bias is 8 less than half's, so the half
 // holds value / 2^8 (exact, subnormals included); the scores and V are scaled back in float.
-constexpr float kFp8Unit = CUBINRT_FP8_BITS && kKvDtype == 3 ? 256.f : 1.f;
+constexpr float kFp8Unit = CUBINRT_FP8_BITS && kKvDtype == CUBINRT_DTYPE_FP8_E4M3 ? 256.f : 1.f;
 
 // Two FP8 codes of x (bytes `sel` picks) as a half pair: e5m2 is a half's top byte; e4m3 moves
 // its exponent and mantissa one bit down under the sign.
 __device__ __forceinline__ uint32_t fp8x2_bits(uint32_t x, uint32_t sel) {
   const uint32_t y = __byte_perm(x, 0u, sel);
-  if constexpr (kKvDtype == 4) return y;
+  if constexpr (kKvDtype == CUBINRT_DTYPE_FP8_E5M2) return y;
   else return (y & 0x80008000u) | ((y & 0x7fff7fffu) >> 1);
 }
 
@@ -161,7 +160,7 @@ __device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV1& p, con
       words(x, qw + (j * kVecsPerLoad + v) * 4);
     }
   float factor = 1.f;
-  if constexpr (kKvIsFp8 && kQDtype == 2) {
+  if constexpr (kKvIsFp8 && kQDtype == CUBINRT_DTYPE_BF16) {
     float2 x[2 * kKTiles];
     float amax = 0.f;
 #pragma unroll

@@ -1,8 +1,7 @@
 // The CUDA-core main loop, kept for head_dim 512, whose tensor-core accumulators would not fit
 // in registers (docs/kernels.md). A warp walks several tokens at once, lanes splitting each
 // token's dims; the q.k partial sums are reduced across lanes by shuffles.
-#pragma once
-#include "common.cuh"
+// No include guard: included once per variant, after common.cuh (paged_decode.cu).
 
 namespace paged_decode::simt {
 
@@ -28,10 +27,10 @@ __device__ __forceinline__ void unpack_kv(const Raw& raw, float* out) {
   words(raw, w);
 #pragma unroll
   for (int i = 0; i < kWords; ++i) {
-    if constexpr (kKvDtype == 1) {
+    if constexpr (kKvDtype == CUBINRT_DTYPE_FP16) {
       const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
       out[2 * i] = f.x; out[2 * i + 1] = f.y;
-    } else if constexpr (kKvDtype == 2) {
+    } else if constexpr (kKvDtype == CUBINRT_DTYPE_BF16) {
       const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
       out[2 * i] = f.x; out[2 * i + 1] = f.y;
     } else {

@@ -1,24 +1,20 @@
-// Links the installed cubinrt, verifies its embedded bundle and asks the runtime for a kernel.
-// Exit 0 when the bundle verifies and the runtime either starts or refuses with a clear error.
+// A program an engine would write, built against the installed package with one include and one
+// link (find_package(cubinrt), cubinrt::cubinrt). It asks the runtime for a kernel: exit 0 when the
+// runtime starts, or refuses with a clear error because this machine has no driver or GPU.
 #include <cstdio>
 
 #include <cubinrt/paged_decode.hpp>
-#include <cubinrt/runtime.hpp>
-#include <cubinrt/verify.hpp>
 
 int main() {
-  auto bundle = cubinrt::Bundle::embedded();
-  if (!bundle) return std::printf("embedded bundle: %s\n", bundle.error().message.c_str()), 1;
-  const auto failures = cubinrt::verify_bundle(*bundle);
-  std::printf("embedded bundle: %zu entries, %zu failures\n", bundle->manifest().entries.size(), failures.size());
-  if (!failures.empty() || bundle->manifest().entries.empty()) return 1;
   cubinrt::RuntimeOptions o;
-  o.required = {{128}, {cubinrt::Dtype::bf16}, {cubinrt::Dtype::fp8_e4m3}, {16}};
+  o.required = cubinrt::DecodeRequirements{{128}, {cubinrt::Dtype::bf16}, {cubinrt::Dtype::fp8_e4m3}, {16}}.keys();
+  o.self_check = true;
   auto rt = cubinrt::Runtime::create(o);
   if (!rt) {
     std::printf("runtime: %s\n", rt.error().message.c_str());
     return rt.error().code == cubinrt::Errc::no_driver || rt.error().code == cubinrt::Errc::no_device ? 0 : 1;
   }
-  std::printf("runtime: %s, %zu kernels loaded\n", (*rt)->device().str().c_str(), (*rt)->loaded().size());
-  return 0;
+  const cubinrt::Support s = (*rt)->supports(cubinrt::decode_key(128, cubinrt::Dtype::bf16, cubinrt::Dtype::fp8_e4m3, 16));
+  std::printf("runtime: %s: %s\n", (*rt)->device().str().c_str(), s.reason.c_str());
+  return s ? 0 : 1;
 }

@@ -4,10 +4,12 @@
 #include <map>
 #include <set>
 
-#include "cubinrt/bundle.hpp"
-#include "cubinrt/catalog.hpp"
-#include "cubinrt/cubin.hpp"
-#include "cubinrt/select.hpp"
+#include "bundle/bundle.hpp"
+#include "common/file_io.hpp"
+#include "pack/pack.hpp"
+#include "catalog/catalog.hpp"
+#include "cubin/cubin.hpp"
+#include "select/select.hpp"
 #include "support/gpu.hpp"
 
 namespace cubinrt::test {
@@ -27,8 +29,8 @@ TEST(Catalog, DeclaresEveryVariant) {
   EXPECT_EQ(per_arch, (std::map<std::string, int>{{"sm_80", 54}, {"sm_89", 54}, {"sm_90", 54}, {"sm_100a", 72}, {"sm_103a", 72}, {"sm_120", 54}}));
   EXPECT_EQ(c->variants.size(), 360u);
   for (const auto& v : c->variants) {
-    if (v.key.head_dim == 512) EXPECT_TRUE(v.arch.str() == "sm_100a" || v.arch.str() == "sm_103a") << v.id;
-    if (v.key.kv_dtype == Dtype::fp16 || v.key.kv_dtype == Dtype::bf16) EXPECT_EQ(v.key.kv_dtype, v.key.q_dtype) << v.id;
+    if (decode_axes(v.key).head_dim == 512) EXPECT_TRUE(v.arch.str() == "sm_100a" || v.arch.str() == "sm_103a") << v.id;
+    if (decode_axes(v.key).kv_dtype == Dtype::fp16 || decode_axes(v.key).kv_dtype == Dtype::bf16) EXPECT_EQ(decode_axes(v.key).kv_dtype, decode_axes(v.key).q_dtype) << v.id;
   }
   const auto& v = c->variants.front();
   EXPECT_EQ(v.id, "paged_decode.sm_80.hd64.fp16.fp16.p16");
@@ -39,12 +41,12 @@ TEST(Catalog, DeclaresEveryVariant) {
 
 TEST(Catalog, RejectsMalformedDocuments) {
   EXPECT_EQ(Catalog::parse("{", "x").error().message, "catalog x: not valid JSON");
-  EXPECT_EQ(Catalog::parse(R"({"format":"other","version":1})", "x").error().message, "catalog x: not a cubinrt-catalog version 1 document");
-  const auto bad_arch = Catalog::parse(R"({"format":"cubinrt-catalog","version":1,"families":[{"name":"f","symbol":"s","abi":{"name":"a","version":1},
-      "groups":[{"arch":["gfx90a"],"head_dim":[64],"q_dtype":["bf16"],"kv_dtype":["same_as_q"],"page_size":[16]}]}]})", "x");
+  EXPECT_EQ(Catalog::parse(R"({"format":"other","version":1})", "x").error().message, "catalog x: not a cubinrt-catalog version 2 document");
+  const auto bad_arch = Catalog::parse(R"({"format":"cubinrt-catalog","version":2,"families":[{"name":"f","symbol":"s","id":"i","source":"f.cu",
+      "abi":{"name":"a","version":1},"axes":["head_dim"],"groups":[{"arch":["gfx90a"],"head_dim":[64]}]}]})", "x");
   ASSERT_FALSE(bad_arch);
   EXPECT_NE(bad_arch.error().message.find("'gfx90a' is not an architecture"), std::string::npos) << bad_arch.error().message;
-  const auto missing = Catalog::parse(R"({"format":"cubinrt-catalog","version":1,"families":[{"name":"f"}]})", "x");
+  const auto missing = Catalog::parse(R"({"format":"cubinrt-catalog","version":2,"families":[{"name":"f"}]})", "x");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, Errc::corrupt_manifest);
 }
@@ -54,7 +56,7 @@ TEST(EmbeddedBundle, HoldsEveryCatalogEntryWithFactsReadFromItsCubin) {
   CUBINRT_ASSERT_OK(c);
   const Manifest& m = embedded().manifest();
   ASSERT_EQ(m.entries.size(), c->variants.size());
-  EXPECT_EQ(m.version, 1u);
+  EXPECT_EQ(m.version, 2u);
   EXPECT_EQ(m.min_driver_version, 13000);
   EXPECT_NE(m.toolkit.find("release 13.0"), std::string::npos) << m.toolkit;
   for (size_t i = 0; i < m.entries.size(); ++i) {
@@ -65,19 +67,22 @@ TEST(EmbeddedBundle, HoldsEveryCatalogEntryWithFactsReadFromItsCubin) {
     auto bytes = embedded().cubin(e);
     CUBINRT_ASSERT_OK(bytes);
     // sha256 and size recomputed here, arch and symbol read again from the cubin.
-    EXPECT_EQ(sha256_hex(*bytes), e.sha256) << e.id;
+    EXPECT_EQ(*sha256_hex(*bytes), e.sha256) << e.id;
     EXPECT_EQ(bytes->size(), e.size) << e.id;
     auto info = read_cubin(*bytes);
     CUBINRT_ASSERT_OK(info);
     EXPECT_EQ(info->arch.str(), v.arch.str()) << e.id;
     EXPECT_EQ(info->arch.str(), e.arch.str()) << e.id;
-    ASSERT_EQ(info->kernels.size(), 1u) << e.id;
-    EXPECT_EQ(info->kernels[0].name, e.symbol) << e.id;
-    EXPECT_EQ(info->kernels[0].registers, e.registers) << e.id;
+    // One cubin a family and arch, each of its kernels stating its own key.
+    ASSERT_EQ(info->kernels.size(), e.arch.major == 10 ? 72u : 54u) << e.id;
+    const KernelInfo* k = info->kernel(e.symbol);
+    ASSERT_NE(k, nullptr) << e.id;
+    EXPECT_EQ(k->registers, e.registers) << e.id;
+    EXPECT_EQ(k->key, e.key.str()) << e.id;
     EXPECT_EQ(info->toolkit_version, 130u) << e.id;
     EXPECT_EQ(e.min_driver_version, 13000) << e.id;
     EXPECT_LT(e.compressed_size, e.size) << e.id;
-    if (e.key.head_dim == 512) EXPECT_EQ(e.arch.major, 10u) << e.id;
+    if (decode_axes(e.key).head_dim == 512) EXPECT_EQ(e.arch.major, 10u) << e.id;
   }
 }
 
@@ -90,7 +95,7 @@ TEST(EmbeddedBundle, MatchesTheBuiltBundleFile) {
 
 // The head_dim=512 rule lives in data: a bundle that builds head_dim 512 for sm_90 serves sm_90.
 TEST(EmbeddedBundle, Hd512RefusalComesFromContentsNotAList) {
-  const KernelKey key{"paged_decode", 512, Dtype::bf16, Dtype::fp8_e4m3, 16};
+  const KernelKey key = decode_key(512, Dtype::bf16, Dtype::fp8_e4m3, 16);
   EXPECT_EQ(select_entry(embedded().manifest(), Arch::from_sm(90), key).chosen, nullptr);
   auto test_bundle = Bundle::open(CUBINRT_TEST_HD512_BUNDLE);
   CUBINRT_ASSERT_OK(test_bundle);

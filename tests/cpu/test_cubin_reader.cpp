@@ -9,8 +9,10 @@
 #include <regex>
 #include <sstream>
 
-#include "cubinrt/bundle.hpp"
-#include "cubinrt/cubin.hpp"
+#include "bundle/bundle.hpp"
+#include "common/file_io.hpp"
+#include "pack/pack.hpp"
+#include "cubin/cubin.hpp"
 #include "support/gpu.hpp"
 
 namespace cubinrt::test {

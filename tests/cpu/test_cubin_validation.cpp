@@ -6,8 +6,10 @@
 
 #include "cubin/elf.hpp"
 #include "cubin/nv_info.hpp"
-#include "cubinrt/bundle.hpp"
-#include "cubinrt/cubin.hpp"
+#include "bundle/bundle.hpp"
+#include "common/file_io.hpp"
+#include "pack/pack.hpp"
+#include "cubin/cubin.hpp"
 #include "support/gpu.hpp"
 
 namespace cubinrt::test {

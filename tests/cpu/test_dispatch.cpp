@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "cubinrt/abi/paged_decode_v1.h"
+#include "families/paged_decode/paged_decode_abi.h"
 #include "cubinrt/paged_decode.hpp"
 #include "support/fake_driver.hpp"
 #include "support/gpu.hpp"
@@ -110,8 +110,8 @@ TEST_F(Dispatch, BadShapesAreRefusedAtPlan) {
   s = shape;
   s.page_size = 8;
   EXPECT_EQ(DecodePlan::create(*rt, s).error().message,
-            "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=128 q=bf16 kv=fp8_e4m3 page_size=8: the bundle builds head_dim=128 for "
-            "sm_100a, sm_103a, sm_120, sm_80, sm_89 and sm_90 but not with q=bf16 kv=fp8_e4m3 page_size=8");
+            "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=128 q_dtype=bf16 kv_dtype=fp8_e4m3 page_size=8: the bundle builds head_dim=128 for "
+            "sm_100a, sm_103a, sm_120, sm_80, sm_89 and sm_90 but not with q_dtype=bf16 kv_dtype=fp8_e4m3 page_size=8");
   s = shape;
   s.max_seq_len = 64 * 16 + 1;
   EXPECT_EQ(DecodePlan::create(*rt, s).error().message, "paged decode: max_seq_len 1025 exceeds the block table's capacity of 1024 tokens (64 pages of 16)");

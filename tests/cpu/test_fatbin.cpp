@@ -2,9 +2,11 @@
 // (--compress-mode=size), and inside a host object's .nv_fatbin.
 #include <gtest/gtest.h>
 
-#include "cubinrt/bundle.hpp"
-#include "cubinrt/cubin.hpp"
-#include "cubinrt/fatbin.hpp"
+#include "bundle/bundle.hpp"
+#include "common/file_io.hpp"
+#include "pack/pack.hpp"
+#include "cubin/cubin.hpp"
+#include "fatbin/fatbin.hpp"
 #include "support/gpu.hpp"
 
 namespace cubinrt::test {

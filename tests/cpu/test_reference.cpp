@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "cubinrt/reference.hpp"
+#include "families/paged_decode/reference.hpp"
 
 namespace cubinrt::test {
 namespace {

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "cubinrt/runtime.hpp"
-#include "cubinrt/select.hpp"
+#include "select/select.hpp"
 #include "support/fake_driver.hpp"
 #include "support/gpu.hpp"
 
@@ -41,9 +41,9 @@ TEST_P(EveryArch, LoadsExactlyTheCubinsItsArchRuns) {
   EXPECT_EQ((*rt)->device().arch.major, static_cast<uint32_t>(c.device.major));
   const auto loaded = (*rt)->loaded();
   EXPECT_EQ(loaded.size(), c.kernels);
-  EXPECT_EQ(fake_state().loads, static_cast<int>(c.kernels));
+  EXPECT_EQ(fake_state().loads, 1);  // its arch's kernels are one cubin, loaded once
   for (const LoadedKernel* k : loaded) EXPECT_EQ(k->entry->arch.str(), c.arch) << k->entry->id;
-  const KernelKey hd512{"paged_decode", 512, Dtype::bf16, Dtype::fp8_e4m3, 16};
+  const KernelKey hd512 = decode_key(512, Dtype::bf16, Dtype::fp8_e4m3, 16);
   EXPECT_EQ((*rt)->supports(hd512).ok, c.device.major == 10) << (*rt)->supports(hd512).reason;
 }
 
@@ -56,19 +56,19 @@ INSTANTIATE_TEST_SUITE_P(Devices, EveryArch,
 
 TEST(FakeRuntime, Hd512RequiredOnH200IsOneSentence) {
   RuntimeOptions o;
-  o.required = {{128, 512}, {Dtype::bf16}, {Dtype::fp8_e4m3}, {16}};
+  o.required = DecodeRequirements{{128, 512}, {Dtype::bf16}, {Dtype::fp8_e4m3}, {16}}.keys();
   auto rt = create({h200()}, {}, o);
   ASSERT_FALSE(rt);
   EXPECT_EQ(rt.error().code, Errc::unsupported);
   EXPECT_EQ(rt.error().message,
-            "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=512 q=bf16 kv=fp8_e4m3 page_size=16: head_dim=512 is built for "
+            "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=512 q_dtype=bf16 kv_dtype=fp8_e4m3 page_size=16: head_dim=512 is built for "
             "sm_100a and sm_103a only; use an SM100 (Blackwell) GPU or head_dim <= 256");
   EXPECT_EQ(fake_state().loads, 0);  // refused before anything was loaded
 }
 
 TEST(FakeRuntime, DynamicSharedMemoryIsRaisedOrRefused) {
   RuntimeOptions o;
-  o.required = {{256}, {Dtype::bf16}, {Dtype::bf16}, {16}};
+  o.required = DecodeRequirements{{256}, {Dtype::bf16}, {Dtype::bf16}, {16}}.keys();
   // 16-bit head_dim 256 keeps a 96 KiB ring. The H200 gives a block up to 227 KiB: the loader
   // raises the kernel's limit to what it states.
   auto rt = create({h200()}, {}, o);
@@ -91,11 +91,11 @@ TEST(FakeRuntime, DynamicSharedMemoryIsRaisedOrRefused) {
 
 TEST(FakeRuntime, Hd512RequiredOnB200Loads) {
   RuntimeOptions o;
-  o.required = {{512}, {Dtype::bf16}, {Dtype::fp8_e4m3, Dtype::fp8_e5m2}, {16}};
+  o.required = DecodeRequirements{{512}, {Dtype::bf16}, {Dtype::fp8_e4m3, Dtype::fp8_e5m2}, {16}}.keys();
   auto rt = create({b200()}, {}, o);
   CUBINRT_ASSERT_OK(rt);
   EXPECT_EQ((*rt)->loaded().size(), 2u);  // eager loads only what is required
-  EXPECT_EQ((*rt)->selected({"paged_decode", 512, Dtype::bf16, Dtype::fp8_e4m3, 16})->id, "paged_decode.sm_100a.hd512.bf16.fp8_e4m3.p16");
+  EXPECT_EQ((*rt)->selected(decode_key(512, Dtype::bf16, Dtype::fp8_e4m3, 16))->id, "paged_decode.sm_100a.hd512.bf16.fp8_e4m3.p16");
 }
 
 TEST(FakeRuntime, DriverTooOld) {
@@ -132,9 +132,10 @@ TEST(FakeRuntime, LoadFailureNamesDeviceCubinKernelAndCall) {
   ASSERT_FALSE(rt);
   EXPECT_EQ(rt.error().code, Errc::driver);
   EXPECT_EQ(rt.error().driver_status, CUDA_ERROR_INVALID_IMAGE);
+  // The kernel is in the sm_90 cubin with 53 others: the first of them to load meets the failure.
   EXPECT_EQ(rt.error().message,
-            "device 0 'NVIDIA H200' (sm_90): cubin paged_decode.sm_90.hd256.bf16.fp8_e5m2.p32 kernel "
-            "cubinrt_paged_decode_hd256_bf16_fp8_e5m2_p32: cuLibraryLoadData failed: CUDA_ERROR_INVALID_IMAGE (device kernel image is invalid)");
+            "device 0 'NVIDIA H200' (sm_90): cubin paged_decode.sm_90.hd128.bf16.bf16.p16 kernel "
+            "cubinrt_paged_decode_hd128_bf16_bf16_p16: cuLibraryLoadData failed: CUDA_ERROR_INVALID_IMAGE (device kernel image is invalid)");
 }
 
 TEST(FakeRuntime, OutOfMemoryAtLoad) {
@@ -206,7 +207,7 @@ TEST(FakeRuntime, LazyLoadsOnceUnderConcurrentFirstUse) {
       }
     });
   for (auto& th : threads) th.join();
-  EXPECT_EQ(fake_state().loads, 54);  // each kernel loaded exactly once
+  EXPECT_EQ(fake_state().loads, 1);  // the one sm_90 cubin, loaded once for its 54 kernels
   std::set<const LoadedKernel*> distinct;
   for (const auto& v : seen)
     for (const LoadedKernel* k : v) {
@@ -228,7 +229,7 @@ TEST(FakeRuntime, SeveralDevicesEachGetTheirOwnCubins) {
     o.lazy = true;
     rts.push_back(std::move(*Runtime::create(o)));
   }
-  const KernelKey key{"paged_decode", 128, Dtype::bf16, Dtype::fp8_e4m3, 16};
+  const KernelKey key = decode_key(128, Dtype::bf16, Dtype::fp8_e4m3, 16);
   EXPECT_EQ((*rts[0]->kernel(key))->entry->arch.str(), "sm_90");
   EXPECT_EQ((*rts[1]->kernel(key))->entry->arch.str(), "sm_80");
   EXPECT_EQ((*rts[2]->kernel(key))->entry->arch.str(), "sm_103a");
@@ -253,7 +254,7 @@ TEST(FakeRuntime, TeardownUnloadsEveryLibrary) {
     CUBINRT_ASSERT_OK(rt);
     EXPECT_EQ(fake_state().unloads, 0);
   }
-  EXPECT_EQ(fake_state().unloads, 54);
+  EXPECT_EQ(fake_state().unloads, 1);  // the one library its 54 kernels came from
 }
 
 TEST(FakeRuntime, SupportsExplainsWithoutLoading) {
@@ -261,12 +262,12 @@ TEST(FakeRuntime, SupportsExplainsWithoutLoading) {
   o.lazy = true;
   auto rt = create({l40s()}, {}, o);
   CUBINRT_ASSERT_OK(rt);
-  const Support yes = (*rt)->supports({"paged_decode", 256, Dtype::fp16, Dtype::fp8_e5m2, 64});
+  const Support yes = (*rt)->supports(decode_key(256, Dtype::fp16, Dtype::fp8_e5m2, 64));
   EXPECT_TRUE(yes.ok);
   EXPECT_EQ(yes.reason, "device 0 'NVIDIA L40S' (sm_89) runs paged_decode.sm_89.hd256.fp16.fp8_e5m2.p64");
-  const Support no = (*rt)->supports({"paged_decode", 80, Dtype::fp16, Dtype::fp16, 16});
+  const Support no = (*rt)->supports(decode_key(80, Dtype::fp16, Dtype::fp16, 16));
   EXPECT_FALSE(no.ok);
-  EXPECT_EQ(no.reason, "NVIDIA L40S (sm_89) cannot run paged_decode head_dim=80 q=fp16 kv=fp16 page_size=16: the bundle has no kernel with head_dim=80 for any GPU");
+  EXPECT_EQ(no.reason, "NVIDIA L40S (sm_89) cannot run paged_decode head_dim=80 q_dtype=fp16 kv_dtype=fp16 page_size=16: the bundle has no paged_decode kernel with head_dim=80 for any GPU");
   EXPECT_EQ(fake_state().loads, 0);
 }
 

@@ -1,8 +1,10 @@
 // The selection rules over a table of devices, and the sentence engines get when nothing fits.
 #include <gtest/gtest.h>
 
-#include "cubinrt/bundle.hpp"
-#include "cubinrt/select.hpp"
+#include "bundle/bundle.hpp"
+#include "common/file_io.hpp"
+#include "pack/pack.hpp"
+#include "select/select.hpp"
 #include "support/gpu.hpp"
 
 namespace cubinrt::test {
@@ -31,12 +33,12 @@ TEST(ArchMatch, Rules) {
 // A small manifest with plain, 'a' and 'f' cubins of one key.
 Manifest family_manifest() {
   Manifest m;
-  const KernelKey key{"paged_decode", 128, Dtype::bf16, Dtype::bf16, 16};
+  const KernelKey key = decode_key(128, Dtype::bf16, Dtype::bf16, 16);
   for (const char* a : {"sm_80", "sm_89", "sm_90", "sm_100f", "sm_103a"}) {
     ManifestEntry e;
     e.arch = A(a);
     e.key = key;
-    e.id = variant_id("paged_decode", e.arch, key);
+    e.id = "paged_decode." + e.arch.str() + ".hd128.bf16.bf16.p16";
     m.entries.push_back(e);
   }
   return m;
@@ -44,7 +46,7 @@ Manifest family_manifest() {
 
 TEST(SelectEntry, DeviceTable) {
   const Manifest m = family_manifest();
-  const KernelKey key{"paged_decode", 128, Dtype::bf16, Dtype::bf16, 16};
+  const KernelKey key = decode_key(128, Dtype::bf16, Dtype::bf16, 16);
   struct Row {
     const char* device;
     const char* chosen;  // nullptr: none
@@ -71,27 +73,27 @@ TEST(SelectEntry, DeviceTable) {
 
 TEST(SelectEntry, OtherKeysAreRejectedByTheFieldThatDiffers) {
   const Manifest m = family_manifest();
-  const Selection s = select_entry(m, A("sm_90"), {"paged_decode", 256, Dtype::bf16, Dtype::bf16, 16});
+  const Selection s = select_entry(m, A("sm_90"), decode_key(256, Dtype::bf16, Dtype::bf16, 16));
   EXPECT_EQ(s.chosen, nullptr);
   EXPECT_EQ(s.candidates[2].reason, "head_dim 128 (asked 256)");
-  const Selection p = select_entry(m, A("sm_90"), {"paged_decode", 128, Dtype::bf16, Dtype::bf16, 32});
-  EXPECT_EQ(p.candidates[2].reason, "page size 16 (asked 32)");
+  const Selection p = select_entry(m, A("sm_90"), decode_key(128, Dtype::bf16, Dtype::bf16, 32));
+  EXPECT_EQ(p.candidates[2].reason, "page_size 16 (asked 32)");
 }
 
 TEST(ExplainUnavailable, DefaultBundleSentences) {
   const Bundle bundle = *Bundle::embedded();
   const Manifest& m = bundle.manifest();
-  EXPECT_EQ(explain_unavailable(m, "NVIDIA H200", A("sm_90"), {"paged_decode", 512, Dtype::bf16, Dtype::fp8_e4m3, 16}),
-            "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=512 q=bf16 kv=fp8_e4m3 page_size=16: head_dim=512 is built for "
+  EXPECT_EQ(explain_unavailable(m, "NVIDIA H200", A("sm_90"), decode_key(512, Dtype::bf16, Dtype::fp8_e4m3, 16)),
+            "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=512 q_dtype=bf16 kv_dtype=fp8_e4m3 page_size=16: head_dim=512 is built for "
             "sm_100a and sm_103a only; use an SM100 (Blackwell) GPU or head_dim <= 256");
-  EXPECT_EQ(explain_unavailable(m, "NVIDIA B300", A("sm_103"), {"paged_decode", 96, Dtype::bf16, Dtype::bf16, 16}),
-            "NVIDIA B300 (sm_103) cannot run paged_decode head_dim=96 q=bf16 kv=bf16 page_size=16: the bundle has no kernel with "
+  EXPECT_EQ(explain_unavailable(m, "NVIDIA B300", A("sm_103"), decode_key(96, Dtype::bf16, Dtype::bf16, 16)),
+            "NVIDIA B300 (sm_103) cannot run paged_decode head_dim=96 q_dtype=bf16 kv_dtype=bf16 page_size=16: the bundle has no paged_decode kernel with "
             "head_dim=96 for any GPU");
-  EXPECT_EQ(explain_unavailable(m, "NVIDIA H200", A("sm_90"), {"paged_decode", 128, Dtype::bf16, Dtype::bf16, 128}),
-            "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=128 q=bf16 kv=bf16 page_size=128: the bundle builds head_dim=128 "
-            "for sm_100a, sm_103a, sm_120, sm_80, sm_89 and sm_90 but not with q=bf16 kv=bf16 page_size=128");
-  EXPECT_EQ(explain_unavailable(m, "Tesla V100", A("sm_70"), {"paged_decode", 128, Dtype::bf16, Dtype::bf16, 16}),
-            "Tesla V100 (sm_70) cannot run paged_decode head_dim=128 q=bf16 kv=bf16 page_size=16: head_dim=128 is built for "
+  EXPECT_EQ(explain_unavailable(m, "NVIDIA H200", A("sm_90"), decode_key(128, Dtype::bf16, Dtype::bf16, 128)),
+            "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=128 q_dtype=bf16 kv_dtype=bf16 page_size=128: the bundle builds head_dim=128 "
+            "for sm_100a, sm_103a, sm_120, sm_80, sm_89 and sm_90 but not with q_dtype=bf16 kv_dtype=bf16 page_size=128");
+  EXPECT_EQ(explain_unavailable(m, "Tesla V100", A("sm_70"), decode_key(128, Dtype::bf16, Dtype::bf16, 16)),
+            "Tesla V100 (sm_70) cannot run paged_decode head_dim=128 q_dtype=bf16 kv_dtype=bf16 page_size=16: head_dim=128 is built for "
             "sm_100a, sm_103a, sm_120, sm_80, sm_89 and sm_90 only; use an SM100 (Blackwell), SM120 (Blackwell GeForce/RTX), "
             "SM80 (Ampere/Ada) or SM90 (Hopper) GPU");
 }

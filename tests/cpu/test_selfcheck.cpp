@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "cubinrt/selfcheck.hpp"
 #include "support/fake_driver.hpp"
 #include "support/gpu.hpp"
@@ -39,7 +41,7 @@ TEST(SelfCheck, NoGpuSkipsTheGpuStepsAndStillValidatesEveryCubin) {
   EXPECT_EQ(r.steps[1].status, StepStatus::skipped);
   EXPECT_EQ(r.steps[1].detail, "no GPU: cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)");
   EXPECT_EQ(r.steps[3].status, StepStatus::pass);
-  EXPECT_EQ(r.steps[3].detail, "360 (all) cubins: sha256, zstd, ELF, manifest vs cubin, ABI layout");
+  EXPECT_EQ(r.steps[3].detail, "360 (all) kernels: sha256, zstd, ELF, manifest vs cubin, ABI layout");
   for (size_t i : {4u, 5u, 6u}) EXPECT_EQ(r.steps[i].status, StepStatus::skipped);
 }
 
@@ -56,7 +58,13 @@ TEST(SelfCheck, CorruptedBundleFailsAtTheStaticStep) {
   EXPECT_FALSE(r.passed);
   ASSERT_EQ(r.steps.back().name, "static");
   EXPECT_EQ(r.steps.back().status, StepStatus::fail);
-  EXPECT_NE(r.steps.back().detail.find("1 of 360 cubins failed; first: bundle copy: entry " + e.id + ": "), std::string::npos)
+  // Entry 42's cubin (its arch's unit) holds 54 kernels: all of them fail, the unit's first named.
+  size_t sharing = 0;
+  const ManifestEntry* first = nullptr;
+  for (const ManifestEntry& x : good.manifest().entries)
+    if (x.offset == e.offset) ++sharing, first = first ? first : &x;
+  EXPECT_EQ(sharing, 54u);
+  EXPECT_NE(r.steps.back().detail.find(fmt::format("{} of 360 kernels failed; first: bundle copy: entry {}: ", sharing, first->id)), std::string::npos)
       << r.steps.back().detail;
 }
 
@@ -74,11 +82,11 @@ TEST(SelfCheck, RequiredKernelTheDeviceCannotRunFailsAtTheDeviceStep) {
   SelfCheckOptions o;
   o.runtime.driver = make_fake_driver({h200()});
   o.runtime.bundle = bundle_from(*read_file(CUBINRT_TEST_DEFAULT_BUNDLE));
-  o.runtime.required = {{512}, {Dtype::fp16}, {Dtype::fp16}, {32}};
+  o.runtime.required = DecodeRequirements{{512}, {Dtype::fp16}, {Dtype::fp16}, {32}}.keys();
   const SelfCheckReport r = run_selfcheck(o);
   ASSERT_EQ(r.steps.back().name, "device");
   EXPECT_EQ(r.steps.back().status, StepStatus::fail);
-  EXPECT_EQ(r.steps.back().detail, "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=512 q=fp16 kv=fp16 page_size=32: head_dim=512 is "
+  EXPECT_EQ(r.steps.back().detail, "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=512 q_dtype=fp16 kv_dtype=fp16 page_size=32: head_dim=512 is "
                                    "built for sm_100a and sm_103a only; use an SM100 (Blackwell) GPU or head_dim <= 256");
 }
 
@@ -87,8 +95,8 @@ TEST(SelfCheck, QuickModeOnAnEmulatedDevicePassesStaticLoadAndAbi) {
   EXPECT_TRUE(r.passed);
   EXPECT_EQ(names(r), (std::vector<std::string>{"bundle", "driver", "device", "static", "load", "abi"}));
   EXPECT_EQ(r.steps[2].detail, "device 0 'NVIDIA B300' (sm_103), 148 SMs: runs 72 of the bundle's kernels");
-  EXPECT_EQ(r.steps[3].detail, "72 selected cubins: sha256, zstd, ELF, manifest vs cubin, ABI layout");
-  EXPECT_EQ(fake_state().loads, 72);
+  EXPECT_EQ(r.steps[3].detail, "72 selected kernels: sha256, zstd, ELF, manifest vs cubin, ABI layout");
+  EXPECT_EQ(fake_state().loads, 1);  // one sm_103a cubin holds the 72 kernels
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Test only: a paged decode entry point whose parameters disagree with PagedDecodeParams v1.
 // An int32 sits where k_cache should be, pushing the (FP8) KV pointer 8 bytes later; the last
 // field is dropped so the count still matches. Verification must catch it by layout.
-#include "cubinrt/abi/paged_decode_v1.h"
+#include "paged_decode_abi.h"
 
 extern "C" __global__ void cubinrt_paged_decode_hd128_bf16_fp8_e4m3_p16(
     const void* q, int32_t inserted, const void* k_cache, const void* v_cache, const int32_t* block_table,

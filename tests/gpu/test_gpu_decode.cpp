@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "cubinrt/reference.hpp"
+#include "families/paged_decode/reference.hpp"
 #include "cubinrt/selfcheck.hpp"
 #include "support/gpu.hpp"
 
@@ -35,11 +35,11 @@ DecodeShape shape_for(const KernelKey& key, uint32_t batch, uint32_t hq, uint32_
   s.batch = batch;
   s.num_q_heads = hq;
   s.num_kv_heads = hk;
-  s.head_dim = key.head_dim;
-  s.q_dtype = key.q_dtype;
-  s.page_size = key.page_size;
+  s.head_dim = decode_axes(key).head_dim;
+  s.q_dtype = decode_axes(key).q_dtype;
+  s.page_size = decode_axes(key).page_size;
   s.layout = layout;
-  s.block_table_stride = (max_len + key.page_size - 1) / key.page_size;
+  s.block_table_stride = (max_len + decode_axes(key).page_size - 1) / decode_axes(key).page_size;
   return s;
 }
 
@@ -55,13 +55,13 @@ struct Case {
 double run_case(const Runtime& rt, const KernelKey& key, const Case& c, uint64_t seed, double* lse_err) {
   int32_t max_len = 0;
   for (int32_t l : c.lens) max_len = std::max(max_len, l);
-  const ref::Problem p = ref::make_problem(shape_for(key, c.batch, c.hq, c.hk, static_cast<uint32_t>(max_len), c.layout), key.kv_dtype, c.lens, seed);
+  const ref::Problem p = ref::make_problem(shape_for(key, c.batch, c.hq, c.hk, static_cast<uint32_t>(max_len), c.layout), decode_axes(key).kv_dtype, c.lens, seed);
   auto r = run_on_device(rt, p, std::nullopt, c.splits, c.merge);
   EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
   if (!r) return INFINITY;
-  const ref::Answer want = ref::solve(p, key.kv_dtype);
+  const ref::Answer want = ref::solve(p, decode_axes(key).kv_dtype);
   *lse_err = ref::rel_l2(r->lse, want.lse);
-  return ref::rel_l2(key.q_dtype, r->out, want.out);
+  return ref::rel_l2(decode_axes(key).q_dtype, r->out, want.out);
 }
 
 TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
@@ -82,9 +82,9 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
         {2, 4, 4, {1, 8200}, KvLayout::nhd, 1},
         {3, 8, 2, {600, 33, 517}, KvLayout::hnd, 0},
     };
-    if (supports_cluster_merge(rt->device(), *rt->selected(key))) cases.push_back({2, 16, 2, {100, 45}, KvLayout::nhd, 2, SplitMerge::cluster});
+    if (paged_decode::supports_cluster_merge(rt->device(), *rt->selected(key))) cases.push_back({2, 16, 2, {100, 45}, KvLayout::nhd, 2, SplitMerge::cluster});
     double worst = 0, worst_lse = 0;
-    uint64_t seed = 1000 + key.head_dim;
+    uint64_t seed = 1000 + decode_axes(key).head_dim;
     for (const Case& c : cases) {
       double lse_err = 0;
       const double err = run_case(*rt, key, c, seed++, &lse_err);
@@ -92,9 +92,9 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
       worst_lse = std::max(worst_lse, lse_err);
     }
     const auto* k = rt->kernel(key).value();
-    EXPECT_LE(worst, ref::tolerance(key.q_dtype)) << k->entry->id;
-    EXPECT_LE(worst_lse, ref::tolerance(key.q_dtype)) << k->entry->id;
-    report += fmt::format("| {} | {:.2e} | {:.2e} | {:.0e} |\n", k->entry->id, worst, worst_lse, ref::tolerance(key.q_dtype));
+    EXPECT_LE(worst, ref::tolerance(decode_axes(key).q_dtype)) << k->entry->id;
+    EXPECT_LE(worst_lse, ref::tolerance(decode_axes(key).q_dtype)) << k->entry->id;
+    report += fmt::format("| {} | {:.2e} | {:.2e} | {:.0e} |\n", k->entry->id, worst, worst_lse, ref::tolerance(decode_axes(key).q_dtype));
   }
   if (const char* path = std::getenv("CUBINRT_REPORT")) std::ofstream(path, std::ios::app) << report;
   std::printf("%s", report.c_str());
@@ -106,7 +106,7 @@ TEST(GpuDecode, DeclaredFp8EncodingSelectsTheKernel) {
   CUBINRT_REQUIRE_GPU();
   auto rt = default_runtime();
   ASSERT_TRUE(rt);
-  const KernelKey e4m3{"paged_decode", 128, Dtype::bf16, Dtype::fp8_e4m3, 16};
+  const KernelKey e4m3 = decode_key(128, Dtype::bf16, Dtype::fp8_e4m3, 16);
   const ref::Problem p = ref::make_problem(shape_for(e4m3, 2, 8, 2, 700, KvLayout::nhd), Dtype::fp8_e4m3, {700, 333}, 42);
   auto as_e4m3 = run_on_device(*rt, p, Dtype::fp8_e4m3);
   auto as_e5m2 = run_on_device(*rt, p, Dtype::fp8_e5m2);
@@ -128,7 +128,7 @@ TEST(GpuDecode, HeadDim512FromTestBundle) {
   RuntimeOptions o;
   o.driver = gpu().driver;
   o.bundle_path = build_file("CUBINRT_TEST_HD512_BUNDLE", CUBINRT_TEST_HD512_BUNDLE);
-  o.required = {{512}, {Dtype::bf16, Dtype::fp16}, {Dtype::fp8_e4m3}, {16}};
+  o.required = DecodeRequirements{{512}, {Dtype::bf16, Dtype::fp16}, {Dtype::fp8_e4m3}, {16}}.keys();
   auto rt = Runtime::create(o);
   CUBINRT_ASSERT_OK(rt);
   std::string report;
@@ -141,10 +141,10 @@ TEST(GpuDecode, HeadDim512FromTestBundle) {
       worst = std::max(worst, run_case(**rt, key, c, seed++, &lse_err));
       worst_lse = std::max(worst_lse, lse_err);
     }
-    EXPECT_LE(worst, ref::tolerance(key.q_dtype)) << key.str();
-    EXPECT_LE(worst_lse, ref::tolerance(key.q_dtype)) << key.str();
+    EXPECT_LE(worst, ref::tolerance(decode_axes(key).q_dtype)) << key.str();
+    EXPECT_LE(worst_lse, ref::tolerance(decode_axes(key).q_dtype)) << key.str();
     report += fmt::format("| {} (test bundle, sm_90) | {:.2e} | {:.2e} | {:.0e} |\n", (*rt)->kernel(key).value()->entry->id, worst, worst_lse,
-                          ref::tolerance(key.q_dtype));
+                          ref::tolerance(decode_axes(key).q_dtype));
   }
   if (const char* path = std::getenv("CUBINRT_REPORT")) std::ofstream(path, std::ios::app) << report;
   std::printf("%s", report.c_str());

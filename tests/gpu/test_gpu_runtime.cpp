@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "cubinrt/paged_decode.hpp"
-#include "cubinrt/select.hpp"
+#include "select/select.hpp"
 #include "cubinrt/selfcheck.hpp"
 #include "support/gpu.hpp"
 
@@ -42,7 +42,7 @@ TEST(GpuRuntime, HeadDim512RequiredOutsideSm100FailsWithOneSentence) {
   CUBINRT_REQUIRE_GPU();
   RuntimeOptions o;
   o.driver = gpu().driver;
-  o.required = {{512}, {Dtype::bf16}, {Dtype::fp8_e4m3}, {16}};
+  o.required = DecodeRequirements{{512}, {Dtype::bf16}, {Dtype::fp8_e4m3}, {16}}.keys();
   auto rt = Runtime::create(o);
   auto probe = Runtime::create({.lazy = true, .driver = gpu().driver});
   CUBINRT_ASSERT_OK(probe);
@@ -51,11 +51,11 @@ TEST(GpuRuntime, HeadDim512RequiredOutsideSm100FailsWithOneSentence) {
   ASSERT_FALSE(rt.has_value());
   EXPECT_EQ(rt.error().code, Errc::unsupported);
   EXPECT_EQ(rt.error().message,
-            fmt::format("{} ({}) cannot run paged_decode head_dim=512 q=bf16 kv=fp8_e4m3 page_size=16: head_dim=512 is built for "
+            fmt::format("{} ({}) cannot run paged_decode head_dim=512 q_dtype=bf16 kv_dtype=fp8_e4m3 page_size=16: head_dim=512 is built for "
                         "sm_100a and sm_103a only; use an SM100 (Blackwell) GPU or head_dim <= 256",
                         dev.name, dev.arch.str()));
   // Not required: skipped at init, and asking later gives the same sentence, never a crash.
-  const KernelKey key{"paged_decode", 512, Dtype::bf16, Dtype::fp8_e4m3, 16};
+  const KernelKey key = decode_key(512, Dtype::bf16, Dtype::fp8_e4m3, 16);
   EXPECT_FALSE((*probe)->supports(key).ok);
   EXPECT_EQ((*probe)->supports(key).reason, rt.error().message);
   auto k = (*probe)->kernel(key);
@@ -121,7 +121,7 @@ TEST(GpuSelfCheck, RuntimeCreationCanRunTheKnownAnswerTests) {
   CUBINRT_REQUIRE_GPU();
   RuntimeOptions o;
   o.driver = gpu().driver;
-  o.required = {{64, 128}, {Dtype::bf16, Dtype::fp16}, {Dtype::fp8_e4m3, Dtype::fp8_e5m2}, {16}};
+  o.required = DecodeRequirements{{64, 128}, {Dtype::bf16, Dtype::fp16}, {Dtype::fp8_e4m3, Dtype::fp8_e5m2}, {16}}.keys();
   o.self_check = true;
   auto rt = Runtime::create(o);
   CUBINRT_ASSERT_OK(rt);
@@ -132,14 +132,15 @@ TEST(GpuSelfCheck, WrongKvEncodingFailsItsKnownAnswer) {
   CUBINRT_REQUIRE_GPU();
   auto rt = Runtime::create({.lazy = true, .driver = gpu().driver});
   CUBINRT_ASSERT_OK(rt);
-  const KernelKey key{"paged_decode", 128, Dtype::bf16, Dtype::fp8_e4m3, 16};
-  auto right = known_answer_test(**rt, key);
+  const KernelKey key = decode_key(128, Dtype::bf16, Dtype::fp8_e4m3, 16);
+  const std::vector<KernelKey> keys{key};
+  auto right = known_answer_tests(**rt, keys);
   CUBINRT_ASSERT_OK(right);
-  EXPECT_TRUE(right->passed()) << right->error;
-  auto wrong = known_answer_test(**rt, key, Dtype::fp8_e5m2);
+  EXPECT_TRUE(right->front().passed()) << right->front().detail;
+  auto wrong = known_answer_tests(**rt, keys, Dtype::fp8_e5m2);
   CUBINRT_ASSERT_OK(wrong);
-  EXPECT_FALSE(wrong->passed());
-  EXPECT_GT(wrong->error, 10 * wrong->tolerance);
+  EXPECT_FALSE(wrong->front().passed());
+  EXPECT_GT(wrong->front().error, 10 * wrong->front().tolerance);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <list>
 
 namespace cubinrt::test {
@@ -102,7 +103,7 @@ CUresult library_load(CUlibrary* lib, const void* image, CUjit_option*, void**, 
   auto info = read_cubin(std::span<const std::byte>(bytes, size));
   if (!info) return CUDA_ERROR_INVALID_IMAGE;
   const FakeFaults& f = g_state.faults;
-  if (f.load != CUDA_SUCCESS && (f.load_only_for.empty() || (!info->kernels.empty() && info->kernels[0].name.find(f.load_only_for) != std::string::npos)))
+  if (f.load != CUDA_SUCCESS && (f.load_only_for.empty() || std::ranges::any_of(info->kernels, [&](const KernelInfo& k) { return k.name.find(f.load_only_for) != std::string::npos; })))
     return f.load;
   std::lock_guard lock(g_objects_mu);
   g_libraries.push_back({std::move(*info)});
@@ -140,7 +141,6 @@ CUresult kernel_set_attribute(CUfunction_attribute a, int v, CUkernel k, CUdevic
   fk->max_dynamic_shared = v;
   return CUDA_SUCCESS;
 }
-CUresult func_attribute(int* v, CUfunction_attribute, CUfunction) { return *v = 0, CUDA_SUCCESS; }
 CUresult param_info(CUfunction f, size_t i, size_t* offset, size_t* size) {
   const auto* k = reinterpret_cast<const FakeKernel*>(f);
   if (i >= k->kernel->params.size()) return CUDA_ERROR_INVALID_VALUE;
@@ -175,6 +175,10 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void**, void** ex
   }
   if (!buf) return CUDA_ERROR_INVALID_VALUE;
   r.params.assign(static_cast<const std::byte*>(buf), static_cast<const std::byte*>(buf) + size);
+  std::function<void(const LaunchRecord&)> run;
+  for (const auto& [prefix, fn] : g_state.emulate)
+    if (r.kernel.starts_with(prefix)) run = fn;
+  if (run) run(r);
   std::lock_guard lock(g_state.mu);
   g_state.launches.push_back(std::move(r));
   return CUDA_SUCCESS;
@@ -190,6 +194,7 @@ std::shared_ptr<DriverApi> make_fake_driver(std::vector<FakeDevice> devices, Fak
   g_state.loads = 0;
   g_state.unloads = 0;
   g_state.launches.clear();
+  g_state.emulate.clear();
   t_current = 0;
   auto d = std::make_shared<DriverApi>();
   d->origin = "fake driver";
@@ -212,21 +217,22 @@ std::shared_ptr<DriverApi> make_fake_driver(std::vector<FakeDevice> devices, Fak
   d->cuLibraryGetKernel = library_get_kernel;
   d->cuKernelGetFunction = kernel_function;
   d->cuKernelSetAttribute = kernel_set_attribute;
-  d->cuFuncGetAttribute = func_attribute;
   d->cuFuncGetParamInfo = param_info;
   d->cuOccupancyMaxActiveBlocksPerMultiprocessor = occupancy;
   d->cuLaunchKernelEx = launch_ex;
-  // Memory, streams and events are not emulated: a test that needs them is a GPU test. Each
-  // is still set, to an error, so the table validates and a stray call fails loudly.
-  d->cuMemAlloc = [](CUdeviceptr*, size_t) { return CUDA_ERROR_NOT_SUPPORTED; };
-  d->cuMemFree = [](CUdeviceptr) { return CUDA_ERROR_NOT_SUPPORTED; };
-  d->cuMemcpyHtoD = [](CUdeviceptr, const void*, size_t) { return CUDA_ERROR_NOT_SUPPORTED; };
-  d->cuMemcpyDtoH = [](void*, CUdeviceptr, size_t) { return CUDA_ERROR_NOT_SUPPORTED; };
+  // Device memory is host memory (for kernels run by `emulate`); streams and events are not
+  // emulated: each is still set, to an error, so a stray call fails loudly.
+  d->cuMemAlloc = [](CUdeviceptr* p, size_t n) {
+    auto* bytes = new (std::nothrow) std::byte[std::max<size_t>(n, 1)];
+    if (bytes == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+    *p = reinterpret_cast<CUdeviceptr>(bytes);
+    return CUDA_SUCCESS;
+  };
+  d->cuMemFree = [](CUdeviceptr p) { return delete[] reinterpret_cast<std::byte*>(p), CUDA_SUCCESS; };
+  d->cuMemcpyHtoD = [](CUdeviceptr dst, const void* src, size_t n) { return std::memcpy(reinterpret_cast<void*>(dst), src, n), CUDA_SUCCESS; };
+  d->cuMemcpyDtoH = [](void* dst, CUdeviceptr src, size_t n) { return std::memcpy(dst, reinterpret_cast<const void*>(src), n), CUDA_SUCCESS; };
   d->cuMemcpyDtoD = [](CUdeviceptr, CUdeviceptr, size_t) { return CUDA_ERROR_NOT_SUPPORTED; };
   d->cuMemsetD8 = [](CUdeviceptr, unsigned char, size_t) { return CUDA_ERROR_NOT_SUPPORTED; };
-  d->cuStreamCreate = [](CUstream*, unsigned) { return CUDA_ERROR_NOT_SUPPORTED; };
-  d->cuStreamDestroy = [](CUstream) { return CUDA_ERROR_NOT_SUPPORTED; };
-  d->cuStreamSynchronize = [](CUstream) { return CUDA_ERROR_NOT_SUPPORTED; };
   d->cuEventCreate = [](CUevent*, unsigned) { return CUDA_ERROR_NOT_SUPPORTED; };
   d->cuEventRecord = [](CUevent, CUstream) { return CUDA_ERROR_NOT_SUPPORTED; };
   d->cuEventSynchronize = [](CUevent) { return CUDA_ERROR_NOT_SUPPORTED; };

@@ -5,14 +5,15 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "cubinrt/cubin.hpp"
-#include "cubinrt/driver.hpp"
+#include "cubin/cubin.hpp"
+#include "driver/driver.hpp"
 
 namespace cubinrt::test {
 
@@ -48,6 +49,9 @@ struct FakeState {
   std::atomic<int> unloads{0};
   std::mutex mu;
   std::vector<LaunchRecord> launches;
+  // Kernels the fake runs on the host: a launch of a kernel whose name starts with a key here
+  // calls its function (device memory is host memory in the fake) after it is recorded.
+  std::map<std::string, std::function<void(const LaunchRecord&)>> emulate;
 };
 
 // Resets the emulation and returns a driver table bound to it (one fake per process at a time).

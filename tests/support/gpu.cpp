@@ -23,4 +23,13 @@ std::string build_file(const char* env_name, const char* build_path) {
   return v && *v ? v : build_path;
 }
 
+DecodeAxes decode_axes(const KernelKey& key) {
+  DecodeAxes a;
+  a.head_dim = static_cast<uint32_t>(std::stoul(std::string(key.axis("head_dim"))));
+  a.q_dtype = *parse_dtype(key.axis("q_dtype"));
+  a.kv_dtype = *parse_dtype(key.axis("kv_dtype"));
+  a.page_size = static_cast<uint32_t>(std::stoul(std::string(key.axis("page_size"))));
+  return a;
+}
+
 }  // namespace cubinrt::test

@@ -6,8 +6,15 @@
 #include <memory>
 #include <string>
 
-#include "cubinrt/driver.hpp"
+#include "bundle/bundle.hpp"
+#include "common/file_io.hpp"
+#include "common/version.hpp"
+#include "cubinrt/paged_decode.hpp"
 #include "cubinrt/runtime.hpp"
+#include "driver/driver.hpp"
+#include "families/paged_decode/known_answer.hpp"
+#include "families/paged_decode/planner.hpp"
+#include "loader/loaded_kernel.hpp"
 
 namespace cubinrt::test {
 
@@ -17,6 +24,14 @@ struct GpuProbe {
   std::string why_not;
 };
 const GpuProbe& gpu();
+
+// A paged decode key's axes as values (tests read them often).
+struct DecodeAxes {
+  uint32_t head_dim = 0;
+  Dtype q_dtype = Dtype::bf16, kv_dtype = Dtype::bf16;
+  uint32_t page_size = 0;
+};
+DecodeAxes decode_axes(const KernelKey& key);
 
 // A file the build made: the environment variable of the same name wins (for a test binary
 // copied to another machine), else the build-time path.

@@ -7,7 +7,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cubinrt/bundle.hpp"
+#include "bundle/bundle.hpp"
+#include "common/file_io.hpp"
+#include "pack/pack.hpp"
 
 namespace cli {
 

@@ -6,28 +6,50 @@
 #include <fmt/ranges.h>
 
 #include "cli.hpp"
+#include "common/version.hpp"
 
 namespace cli {
 
 namespace {
 
+// One table a family: a row for each combination of its axes but the last, whose values each
+// arch builds are listed in the arch's column (page sizes, for paged decode).
 std::string markdown(const cubinrt::Manifest& m) {
-  std::vector<std::string> archs;
-  std::map<std::tuple<uint32_t, std::string, std::string>, std::map<std::string, std::set<uint32_t>>> cells;
-  for (const auto& e : m.entries) {
-    if (std::ranges::find(archs, e.arch.str()) == archs.end()) archs.push_back(e.arch.str());
-    cells[{e.key.head_dim, std::string(cubinrt::dtype_name(e.key.q_dtype)), std::string(cubinrt::dtype_name(e.key.kv_dtype))}][e.arch.str()].insert(e.key.page_size);
-  }
-  std::string out = fmt::format("| head_dim | q | kv | {} |\n|---|---|---|", fmt::join(archs, " | "));
-  for (size_t i = 0; i < archs.size(); ++i) out += "---|";
-  out += "\n";
-  for (const auto& [key, per_arch] : cells) {
-    out += fmt::format("| {} | {} | {} |", std::get<0>(key), std::get<1>(key), std::get<2>(key));
-    for (const auto& a : archs) {
-      const auto it = per_arch.find(a);
-      out += it == per_arch.end() ? " - |" : fmt::format(" {} |", fmt::join(it->second, ", "));
+  std::vector<std::string> families;
+  for (const auto& e : m.entries)
+    if (std::ranges::find(families, e.key.family) == families.end()) families.push_back(e.key.family);
+  std::string out;
+  for (const std::string& family : families) {
+    std::vector<std::string> archs, axes;
+    std::map<std::vector<std::string>, std::map<std::string, std::vector<std::string>>> cells;
+    std::vector<std::vector<std::string>> order;
+    for (const auto& e : m.entries) {
+      if (e.key.family != family || e.key.axes.empty()) continue;
+      if (axes.empty())
+        for (const auto& [name, value] : e.key.axes) axes.push_back(name);
+      if (std::ranges::find(archs, e.arch.str()) == archs.end()) archs.push_back(e.arch.str());
+      std::vector<std::string> row;
+      for (size_t i = 0; i + 1 < e.key.axes.size(); ++i) row.push_back(e.key.axes[i].second);
+      if (!cells.contains(row)) order.push_back(row);
+      auto& cell = cells[row][e.arch.str()];
+      if (std::ranges::find(cell, e.key.axes.back().second) == cell.end()) cell.push_back(e.key.axes.back().second);
     }
-    out += "\n";
+    if (axes.empty()) continue;
+    const std::string last = axes.back();
+    axes.pop_back();
+    if (families.size() > 1) out += fmt::format("{}{}:\n\n", out.empty() ? "" : "\n", family);
+    out += fmt::format("| {} | {} |\n|", fmt::join(axes, " | "), fmt::join(archs, " | "));
+    for (size_t i = 0; i < axes.size() + archs.size(); ++i) out += "---|";
+    out += fmt::format("\n");
+    for (const auto& row : order) {
+      out += fmt::format("| {} |", fmt::join(row, " | "));
+      for (const auto& a : archs) {
+        const auto it = cells[row].find(a);
+        out += it == cells[row].end() ? " - |" : fmt::format(" {} |", fmt::join(it->second, ", "));
+      }
+      out += "\n";
+    }
+    out += fmt::format("\nCells list the {} values built for each arch.\n", last);
   }
   return out;
 }
@@ -50,12 +72,11 @@ void add_list(CLI::App& app, Global& g) {
     for (const auto& e : m.entries) {
       if (!arch->empty() && e.arch.str() != *arch) continue;
       j.push_back(entry_json(e));
-      rows.push_back({e.arch.str(), std::to_string(e.key.head_dim), std::string(cubinrt::dtype_name(e.key.q_dtype)),
-                      std::string(cubinrt::dtype_name(e.key.kv_dtype)), std::to_string(e.key.page_size), e.symbol,
-                      human_bytes(e.size), std::to_string(e.registers), human_bytes(e.static_shared)});
+      rows.push_back({e.arch.str(), e.key.family, e.key.str(), e.symbol, human_bytes(e.size), std::to_string(e.registers),
+                      human_bytes(e.static_shared)});
     }
     if (g.json) return print_json({{"bundle", (*b)->name()}, {"entries", j}});
-    fmt::print("{}", table({"arch", "head_dim", "q", "kv", "page", "kernel", "size", "regs", "smem"}, rows));
+    fmt::print("{}", table({"arch", "family", "key", "kernel", "cubin", "regs", "smem"}, rows));
     fmt::print("{} entries in {} ({}, toolkit: {}, minimum driver CUDA {})\n", rows.size(), (*b)->name(), human_bytes((*b)->size()),
                m.toolkit, cubinrt::cuda_version_text(m.min_driver_version));
   });

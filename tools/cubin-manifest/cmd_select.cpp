@@ -2,19 +2,23 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "cubinrt/select.hpp"
+#include "cubinrt/paged_decode.hpp"
+#include "select/select.hpp"
 
 namespace cli {
 
 void add_select(CLI::App& app, Global& g) {
   auto* cmd = app.add_subcommand("select", "Which entry the runtime would choose for a device, and why");
   struct Opts {
-    std::string arch, q = "bf16", kv, name;
+    std::string arch, q = "bf16", kv, name, family = "paged_decode";
+    std::vector<std::string> axes;
     uint32_t head_dim = 0, page_size = 16;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--arch", o->arch, "The device's arch (compute capability), e.g. sm_90")->required();
-  cmd->add_option("--head-dim", o->head_dim, "head_dim")->required();
+  cmd->add_option("--family", o->family, "kernel family (default paged_decode)");
+  cmd->add_option("--axis", o->axes, "NAME=VALUE, each axis of the key in the catalog's order (any family; replaces the paged decode options)");
+  cmd->add_option("--head-dim", o->head_dim, "paged decode: head_dim");
   cmd->add_option("--q-dtype", o->q, "q dtype (fp16, bf16)");
   cmd->add_option("--kv-dtype", o->kv, "kv dtype (default: the q dtype)");
   cmd->add_option("--page-size", o->page_size, "tokens per page");
@@ -29,7 +33,19 @@ void add_select(CLI::App& app, Global& g) {
     if (!q) return void(exit_code = report_error(g, q.error()));
     if (!kv) return void(exit_code = report_error(g, kv.error()));
     const cubinrt::Arch device = cubinrt::Arch::from_sm(arch->sm());
-    const cubinrt::KernelKey key{"paged_decode", o->head_dim, *q, *kv, o->page_size};
+    cubinrt::KernelKey key = cubinrt::decode_key(o->head_dim, *q, *kv, o->page_size);
+    if (!o->axes.empty() || o->family != "paged_decode") {
+      key = {o->family, {}};
+      for (const std::string& a : o->axes) {
+        const size_t eq = a.find('=');
+        if (eq == std::string::npos || eq == 0)
+          return void(exit_code = report_error(g, cubinrt::Error{cubinrt::Errc::invalid_argument, fmt::format("--axis '{}' is not NAME=VALUE", a)}));
+        key.axes.emplace_back(a.substr(0, eq), a.substr(eq + 1));
+      }
+    } else if (o->head_dim == 0) {
+      report_error(g, cubinrt::Error{cubinrt::Errc::invalid_argument, "select: give --head-dim (paged decode) or --axis NAME=VALUE"});
+      return void(exit_code = kUsage);
+    }
     const auto sel = cubinrt::select_entry((*b)->manifest(), device, key);
     const std::string device_name = o->name.empty() ? std::string("the device") : o->name;
     const std::string why_not = sel.chosen ? "" : cubinrt::explain_unavailable((*b)->manifest(), device_name, device, key);
@@ -49,7 +65,7 @@ void add_select(CLI::App& app, Global& g) {
     }
     fmt::print("device {}, {}\n", device.str(), key.str());
     if (!rows.empty()) fmt::print("{}", table({"entry", "verdict", "why"}, rows));
-    fmt::print("{} entries of other keys rejected (head_dim, dtype or page size differ)\n", other_keys);
+    fmt::print("{} entries of other keys rejected (an axis differs)\n", other_keys);
     if (sel.chosen) fmt::print("{} {}\n", green("selected"), sel.chosen->id);
     else fmt::print("{} {}\n", red("none:"), why_not);
   });

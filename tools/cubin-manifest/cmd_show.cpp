@@ -5,8 +5,9 @@
 #include <fmt/ranges.h>
 
 #include "cli.hpp"
-#include "cubinrt/cubin.hpp"
-#include "cubinrt/fatbin.hpp"
+#include "common/version.hpp"
+#include "cubin/cubin.hpp"
+#include "fatbin/fatbin.hpp"
 
 namespace cli {
 
@@ -79,7 +80,7 @@ void add_show(CLI::App& app, Global& g) {
       }
       auto c = cubinrt::read_cubin(*bytes);
       if (g.json) return print_json({{"file", *what}, {"cubin", cubin_json(*c)}});
-      fmt::print("{}: cubin, {} bytes, sha256 {}\n", *what, bytes->size(), cubinrt::sha256_hex(*bytes));
+      fmt::print("{}: cubin, {} bytes, sha256 {}\n", *what, bytes->size(), cubinrt::sha256_hex(*bytes).value_or("(sha256 failed)"));
       return print_cubin(*c);
     }
     auto b = open_bundle(g.bundle);

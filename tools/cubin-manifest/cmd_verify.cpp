@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "cubinrt/verify.hpp"
+#include "bundle/verify.hpp"
 
 namespace cli {
 

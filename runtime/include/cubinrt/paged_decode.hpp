@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "cubinrt/error.hpp"
 #include "cubinrt/runtime.hpp"
@@ -71,13 +72,23 @@ struct DecodeArgs {
   size_t workspace_bytes = 0;
 };
 
-// Whether a cluster merge can run: the device has thread-block clusters and the kernel is code for
-// sm_90 or later.
-bool supports_cluster_merge(const DeviceInfo& device, const ManifestEntry& kernel);
+// The key of a paged decode kernel (family "paged_decode", axes head_dim, q_dtype, kv_dtype,
+// page_size), for Runtime::supports and RuntimeOptions::required.
+KernelKey decode_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint32_t page_size);
+
+// The decode kernels an engine needs: the cross product of the listed values.
+struct DecodeRequirements {
+  std::vector<uint32_t> head_dims;
+  std::vector<Dtype> q_dtypes;
+  std::vector<Dtype> kv_dtypes;  // the logical KV dtypes (fp8_e4m3, not uint8)
+  std::vector<uint32_t> page_sizes;
+  std::vector<KernelKey> keys() const;
+};
 
 // The kernel's logical KV dtype from storage and declaration, or why it cannot be decided.
 Result<Dtype> resolve_kv_dtype(Dtype q_dtype, Dtype storage, std::optional<Dtype> declared);
 
+// Made only by create: a plan always holds a loaded kernel (there is no empty plan to launch).
 class DecodePlan {
  public:
   static Result<DecodePlan> create(const Runtime& runtime, const DecodeShape& shape);
@@ -95,6 +106,7 @@ class DecodePlan {
   Status launch(const DecodeArgs& args, CUstream_st* stream) const;
 
  private:
+  DecodePlan() = default;
   const Runtime* runtime_ = nullptr;
   const LoadedKernel* kernel_ = nullptr;
   DecodeShape shape_;

@@ -2,11 +2,9 @@
 // step by step, ending with a known-answer test of every loaded kernel.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "cubinrt/reference.hpp"
 #include "cubinrt/runtime.hpp"
 
 namespace cubinrt {
@@ -33,40 +31,5 @@ struct SelfCheckReport {
 };
 
 SelfCheckReport run_selfcheck(const SelfCheckOptions& options);
-
-// The result of one kernel on a problem, read back from the device.
-struct DeviceResult {
-  std::vector<uint8_t> out;  // q encoding
-  std::vector<float> lse;
-};
-
-// Uploads the problem, launches the kernel for it through a DecodePlan, and reads the result
-// back. `declare_kv_as` overrides the KV dtype declared to the dispatcher (the data stays as made).
-Result<DeviceResult> run_on_device(const Runtime& runtime, const ref::Problem& problem,
-                                   std::optional<Dtype> declare_kv_as = std::nullopt, int num_splits = 0,
-                                   SplitMerge merge = SplitMerge::choose);
-// The same for many problems at once: one allocation, one copy each way, one synchronisation.
-Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const std::vector<const ref::Problem*>& problems,
-                                                std::optional<Dtype> declare_kv_as = std::nullopt, int num_splits = 0,
-                                                SplitMerge merge = SplitMerge::choose);
-
-struct KnownAnswer {
-  double error = 0;      // relative L2 of the output against the float64 reference
-  double lse_error = 0;
-  double tolerance = 0;
-  bool passed() const { return error <= tolerance && lse_error <= tolerance; }
-};
-
-// The known-answer test of one kernel: a small fixed pseudo-random problem (ragged lengths,
-// GQA, a split KV range), compared with the reference decoded as `reference_kv_as` (default:
-// the key's own KV dtype; another encoding makes a test that must fail).
-Result<KnownAnswer> known_answer_test(const Runtime& runtime, const KernelKey& key,
-                                      std::optional<Dtype> reference_kv_as = std::nullopt);
-// Every key's known-answer test in one batch; the error names the first kernel that failed, its
-// error and its tolerance. The value is the worst error as a fraction of its tolerance.
-Result<double> check_known_answers(const Runtime& runtime, const std::vector<KernelKey>& keys);
-// Every key's known-answer test in one batch (the self-check's path).
-Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, const std::vector<KernelKey>& keys,
-                                                    std::optional<Dtype> reference_kv_as = std::nullopt);
 
 }  // namespace cubinrt

@@ -1,11 +1,14 @@
-// The vocabulary of kernel keys: architectures, dtypes and the catalog key of a kernel.
+// The vocabulary of kernel keys: architectures, dtypes and the key of a kernel.
 #pragma once
 
+#include <compare>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
+#include "cubinrt/dtypes.h"
 #include "cubinrt/error.hpp"
 
 namespace cubinrt {
@@ -24,25 +27,29 @@ struct Arch {
   friend bool operator==(const Arch&, const Arch&) = default;
 };
 
-// Logical element types. KV's dtype is always declared, never inferred from storage.
-enum class Dtype : uint8_t { fp16 = 1, bf16 = 2, fp8_e4m3 = 3, fp8_e5m2 = 4, nvfp4 = 5, uint8 = 6 };
+// Logical element types, from the one table kernels and host share (cubinrt/dtypes.h). KV's
+// dtype is always declared, never inferred from storage.
+enum class Dtype : uint8_t {
+#define CUBINRT_DTYPE_ENUM_(name, code, bits, kind) name = code,
+  CUBINRT_DTYPES(CUBINRT_DTYPE_ENUM_)
+#undef CUBINRT_DTYPE_ENUM_
+};
 std::string_view dtype_name(Dtype d);
 Result<Dtype> parse_dtype(std::string_view text);
 uint32_t dtype_bits(Dtype d);
 
-// A CUDA API version as the driver reports it (13000) in its usual form ("13.0").
-std::string cuda_version_text(int version);
-
-// What an engine asks for; one catalog variant serves one key per architecture.
+// What an engine asks for: a kernel family and the values of its named axes, in the catalog's
+// order ("paged_decode": head_dim, q_dtype, kv_dtype, page_size). Values are the catalog's text
+// ("128", "bf16"). Each family offers typed helpers that make its keys (paged_decode.hpp).
 struct KernelKey {
-  std::string family = "paged_decode";
-  uint32_t head_dim = 0;
-  Dtype q_dtype = Dtype::bf16;
-  Dtype kv_dtype = Dtype::bf16;
-  uint32_t page_size = 0;
+  std::string family;
+  std::vector<std::pair<std::string, std::string>> axes;
 
-  std::string str() const;  // "head_dim=128 q=bf16 kv=fp8_e4m3 page_size=16"
+  // The value of an axis, or "" when the key has no such axis.
+  std::string_view axis(std::string_view name) const;
+  std::string str() const;  // "head_dim=128 q_dtype=bf16 kv_dtype=fp8_e4m3 page_size=16"
   friend bool operator==(const KernelKey&, const KernelKey&) = default;
+  friend auto operator<=>(const KernelKey&, const KernelKey&) = default;
 };
 
 }  // namespace cubinrt

@@ -1,8 +1,9 @@
 #include <zstd.h>
 
+#include "bundle/bundle.hpp"
 #include "bundle/bundle_header.hpp"
 #include "common/byte_view.hpp"
-#include "cubinrt/bundle.hpp"
+#include "common/file_io.hpp"
 
 namespace cubinrt {
 
@@ -32,6 +33,13 @@ Result<BundleHeader> read_header(const ByteView& v) {
   h.payload_offset = CUBINRT_TRY(v.read<uint64_t>(32, "payload offset"));
   h.payload_size = CUBINRT_TRY(v.read<uint64_t>(40, "payload size"));
   h.manifest_sha256 = CUBINRT_TRY((v.read<std::array<uint8_t, 32>>(48, "manifest sha256")));
+  // Zero in version 1; a later version may give them a meaning (a signature section), which a
+  // reader of this version must not silently ignore.
+  const auto reserved = CUBINRT_TRY((v.read<std::array<uint8_t, 16>>(80, "reserved bytes")));
+  for (size_t i = 0; i < reserved.size(); ++i)
+    if (reserved[i] != 0)
+      return fail(Errc::corrupt_bundle, fmt::format("header byte {} is {:#04x}: bytes 80-95 are reserved and must be zero in format version {}",
+                                                    80 + i, reserved[i], kBundleFormatVersion));
   return h;
 }
 
@@ -53,7 +61,7 @@ Result<Bundle> Bundle::from_view(std::span<const std::byte> bytes, std::string n
     const BundleHeader h = CUBINRT_TRY(read_header(v));
     const ByteView manifest = CUBINRT_TRY(v.sub(h.manifest_offset, h.manifest_size, "manifest"));
     const ByteView payload = CUBINRT_TRY(v.sub(h.payload_offset, h.payload_size, "payload"));
-    const std::string digest = sha256_hex(manifest.bytes());
+    const std::string digest = CUBINRT_TRY(sha256_hex(manifest.bytes()));
     if (digest != hex(h.manifest_sha256))
       return fail(Errc::corrupt_bundle, fmt::format("manifest sha256 is {}, the header records {}", digest, hex(h.manifest_sha256)));
     b.manifest_ = CUBINRT_TRY(Manifest::parse(std::string_view(reinterpret_cast<const char*>(manifest.bytes().data()), manifest.size())));
@@ -87,8 +95,9 @@ Result<std::vector<std::byte>> Bundle::cubin(const ManifestEntry& e) const {
   const size_t n = ZSTD_decompress(out.data(), out.size(), frame.data(), frame.size());
   if (ZSTD_isError(n)) return where(fmt::format("zstd: {}", ZSTD_getErrorName(n)));
   if (n != e.size) return where(fmt::format("decompressed to {} bytes, the manifest records {}", n, e.size));
-  const std::string digest = sha256_hex(out);
-  if (digest != e.sha256) return where(fmt::format("sha256 of the cubin is {}, the manifest records {}", digest, e.sha256));
+  auto digest = sha256_hex(out);
+  if (!digest) return where(digest.error().message);
+  if (*digest != e.sha256) return where(fmt::format("sha256 of the cubin is {}, the manifest records {}", *digest, e.sha256));
   return out;
 }
 

@@ -1,5 +1,5 @@
 // The default bundle, linked into the library by embedded_bundle.S (.incbin of the built bundle).
-#include "cubinrt/bundle.hpp"
+#include "bundle/bundle.hpp"
 
 extern "C" const std::byte cubinrt_embedded_bundle_begin[];
 extern "C" const uint64_t cubinrt_embedded_bundle_size;

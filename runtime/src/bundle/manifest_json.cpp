@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/try.hpp"
-#include "cubinrt/manifest.hpp"
+#include "bundle/manifest.hpp"
 
 namespace cubinrt {
 
@@ -11,15 +11,18 @@ namespace {
 
 using nlohmann::ordered_json;
 
+ordered_json axes_json(const KernelKey& key) {
+  ordered_json axes = ordered_json::object();
+  for (const auto& [name, value] : key.axes) axes[name] = value;
+  return axes;
+}
+
 ordered_json entry_json(const ManifestEntry& e) {
   return {
       {"id", e.id},
       {"family", e.key.family},
       {"arch", e.arch.str()},
-      {"head_dim", e.key.head_dim},
-      {"q_dtype", dtype_name(e.key.q_dtype)},
-      {"kv_dtype", dtype_name(e.key.kv_dtype)},
-      {"page_size", e.key.page_size},
+      {"axes", axes_json(e.key)},
       {"symbol", e.symbol},
       {"abi", {{"name", e.abi_name}, {"version", e.abi_version}}},
       {"sha256", e.sha256},
@@ -35,15 +38,23 @@ ordered_json entry_json(const ManifestEntry& e) {
   };
 }
 
-Result<ManifestEntry> parse_entry(const ordered_json& j) {
+// Version 2 keeps a key's axes in "axes" (strings, in the catalog's order); version 1 had the
+// four paged-decode axes as fields of the entry.
+Result<ManifestEntry> parse_entry(const ordered_json& j, uint32_t version) {
   ManifestEntry e;
   e.id = j.at("id").get<std::string>();
   e.key.family = j.at("family").get<std::string>();
   e.arch = CUBINRT_TRY(Arch::parse(j.at("arch").get<std::string>()));
-  e.key.head_dim = j.at("head_dim").get<uint32_t>();
-  e.key.q_dtype = CUBINRT_TRY(parse_dtype(j.at("q_dtype").get<std::string>()));
-  e.key.kv_dtype = CUBINRT_TRY(parse_dtype(j.at("kv_dtype").get<std::string>()));
-  e.key.page_size = j.at("page_size").get<uint32_t>();
+  if (version == 1) {
+    e.key.axes = {{"head_dim", std::to_string(j.at("head_dim").get<uint32_t>())},
+                  {"q_dtype", j.at("q_dtype").get<std::string>()},
+                  {"kv_dtype", j.at("kv_dtype").get<std::string>()},
+                  {"page_size", std::to_string(j.at("page_size").get<uint32_t>())}};
+  } else {
+    const ordered_json& axes = j.at("axes");
+    if (!axes.is_object()) return fail(Errc::corrupt_manifest, fmt::format("entry {}: 'axes' is not an object", e.id));
+    for (const auto& [name, value] : axes.items()) e.key.axes.emplace_back(name, value.get<std::string>());
+  }
   e.symbol = j.at("symbol").get<std::string>();
   e.abi_name = j.at("abi").at("name").get<std::string>();
   e.abi_version = j.at("abi").at("version").get<uint32_t>();
@@ -86,18 +97,19 @@ Result<Manifest> Manifest::parse(std::string_view text) {
       return fail(Errc::corrupt_manifest, "manifest: 'format' is not \"cubinrt-manifest\"");
     Manifest m;
     m.version = doc.at("version").get<uint32_t>();
-    if (m.version != kManifestVersion)
-      return fail(Errc::corrupt_manifest, fmt::format("manifest: version {} (this build reads version {})", m.version, kManifestVersion));
+    if (m.version != 1 && m.version != kManifestVersion)
+      return fail(Errc::corrupt_manifest, fmt::format("manifest: version {} (this build reads versions 1 to {})", m.version, kManifestVersion));
     m.generator = doc.at("generator").get<std::string>();
     m.toolkit = doc.at("toolkit").get<std::string>();
     m.min_driver_version = doc.at("min_driver_version").get<int>();
     size_t index = 0;
     for (const ordered_json& j : doc.at("entries")) {
-      auto e = parse_entry(j);
+      auto e = parse_entry(j, m.version);
       if (!e) return std::unexpected(std::move(e).error().context(fmt::format("manifest entry {}", index)));
       m.entries.push_back(std::move(*e));
       ++index;
     }
+    m.version = kManifestVersion;  // as held in memory (and written again)
     return m;
   } catch (const nlohmann::json::exception& e) {
     return fail(Errc::corrupt_manifest, fmt::format("manifest: {}", e.what()));

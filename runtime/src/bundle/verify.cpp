@@ -1,52 +1,88 @@
+#include <map>
+
 #include <fmt/format.h>
 
+#include "bundle/verify.hpp"
 #include "common/try.hpp"
-#include "cubinrt/abi.hpp"
-#include "cubinrt/verify.hpp"
+#include "family/family.hpp"
 
 namespace cubinrt {
 
 namespace {
 
-Status agree(const ManifestEntry& e, const VerifiedCubin& v) {
+Status agree(const ManifestEntry& e, const CubinInfo& info, const KernelInfo& k) {
   auto bad = [&](std::string what) { return fail(Errc::mismatch, fmt::format("manifest and cubin disagree: {}", what)); };
-  if (!(v.info.arch == e.arch)) return bad(fmt::format("arch {} in the manifest, {} in the cubin", e.arch.str(), v.info.arch.str()));
-  if (v.info.toolkit_version != e.toolkit_version)
-    return bad(fmt::format("toolkit {} in the manifest, {} in the cubin", e.toolkit_version, v.info.toolkit_version));
-  if (v.info.min_driver_version() != e.min_driver_version)
-    return bad(fmt::format("minimum driver {} in the manifest, {} from the cubin", e.min_driver_version, v.info.min_driver_version()));
-  if (v.kernel->dynamic_shared != e.dynamic_shared)
-    return bad(fmt::format("{} bytes of dynamic shared memory in the manifest, {} in the cubin", e.dynamic_shared, v.kernel->dynamic_shared));
-  if (v.kernel->registers != e.registers)
-    return bad(fmt::format("{} registers in the manifest, {} in the cubin", e.registers, v.kernel->registers));
+  if (!(info.arch == e.arch)) return bad(fmt::format("arch {} in the manifest, {} in the cubin", e.arch.str(), info.arch.str()));
+  if (info.toolkit_version != e.toolkit_version)
+    return bad(fmt::format("toolkit {} in the manifest, {} in the cubin", e.toolkit_version, info.toolkit_version));
+  if (info.min_driver_version() != e.min_driver_version)
+    return bad(fmt::format("minimum driver {} in the manifest, {} from the cubin", e.min_driver_version, info.min_driver_version()));
+  if (k.dynamic_shared != e.dynamic_shared)
+    return bad(fmt::format("{} bytes of dynamic shared memory in the manifest, {} in the cubin", e.dynamic_shared, k.dynamic_shared));
+  if (k.registers != e.registers) return bad(fmt::format("{} registers in the manifest, {} in the cubin", e.registers, k.registers));
+  // In a cubin of many kernels every kernel must say which key it is: otherwise an entry could
+  // name a sibling (the e5m2 kernel for an e4m3 key) and nothing here would see it.
+  if (k.key.empty() && info.kernels.size() > 1)
+    return bad(fmt::format("kernel '{}' is one of {} in its cubin and does not state its key (cubinrt_key_{})", k.name, info.kernels.size(), k.name));
+  if (!k.key.empty() && k.key != e.key.str())
+    return bad(fmt::format("kernel '{}' states the key '{}', the manifest gives it '{}'", k.name, k.key, e.key.str()));
   return {};
 }
 
 }  // namespace
 
-Result<VerifiedCubin> verify_entry(const Bundle& bundle, const ManifestEntry& e) {
-  auto context = [&](Error err) { return std::unexpected(std::move(err).context(fmt::format("bundle {}: entry {}", bundle.name(), e.id))); };
+Result<VerifiedCubin> read_verified_cubin(const Bundle& bundle, const ManifestEntry& e) {
   auto bytes = bundle.cubin(e);  // carries its own context
   if (!bytes) return std::unexpected(std::move(bytes).error());
   VerifiedCubin v{std::move(*bytes), {}, nullptr};
   auto info = read_cubin(v.bytes);
-  if (!info) return context(std::move(info).error());
+  if (!info) return std::unexpected(std::move(info).error().context(fmt::format("bundle {}: entry {}", bundle.name(), e.id)));
   v.info = std::move(*info);
-  v.kernel = v.info.kernel(e.symbol);
-  if (v.kernel == nullptr)
-    return context(Error{Errc::mismatch, fmt::format("manifest and cubin disagree: the cubin defines no kernel '{}'", e.symbol)});
-  if (auto ok = agree(e, v); !ok) return context(std::move(ok).error());
-  auto abi = find_abi(e.abi_name, e.abi_version);
-  if (!abi) return context(std::move(abi).error());
-  if (auto ok = check_kernel_abi(*v.kernel, **abi); !ok) return context(std::move(ok).error());
   return v;
 }
 
-std::vector<VerifyFailure> verify_bundle(const Bundle& bundle) {
+Result<const KernelInfo*> verify_kernel(const Bundle& bundle, const VerifiedCubin& v, const ManifestEntry& e) {
+  auto check = [&]() -> Result<const KernelInfo*> {
+    const KernelInfo* k = v.info.kernel(e.symbol);
+    if (k == nullptr) return fail(Errc::mismatch, fmt::format("manifest and cubin disagree: the cubin defines no kernel '{}'", e.symbol));
+    CUBINRT_TRY(agree(e, v.info, *k));
+    const AbiLayout* abi = CUBINRT_TRY(find_abi(e.key.family, e.abi_name, e.abi_version));
+    CUBINRT_TRY(check_kernel_abi(*k, *abi));
+    return k;
+  };
+  auto k = check();
+  if (!k) return std::unexpected(std::move(k).error().context(fmt::format("bundle {}: entry {}", bundle.name(), e.id)));
+  return k;
+}
+
+Result<VerifiedCubin> verify_entry(const Bundle& bundle, const ManifestEntry& e) {
+  VerifiedCubin v = CUBINRT_TRY(read_verified_cubin(bundle, e));
+  v.kernel = CUBINRT_TRY(verify_kernel(bundle, v, e));
+  return v;
+}
+
+std::vector<VerifyFailure> verify_entries(const Bundle& bundle, std::span<const ManifestEntry* const> entries) {
   std::vector<VerifyFailure> failures;
-  for (const ManifestEntry& e : bundle.manifest().entries)
-    if (auto v = verify_entry(bundle, e); !v) failures.push_back({e.id, v.error().message});
-  if (bundle.manifest().entries.empty()) failures.push_back({"-", fmt::format("bundle {}: holds no entries", bundle.name())});
+  std::map<uint64_t, Result<VerifiedCubin>> cubins;  // by offset: one decompression a cubin
+  for (const ManifestEntry* e : entries) {
+    auto it = cubins.find(e->offset);
+    if (it == cubins.end()) it = cubins.emplace(e->offset, read_verified_cubin(bundle, *e)).first;
+    if (!it->second) {
+      // Its cubin failed: said for this entry (read again, so the message names it; only on failure).
+      auto again = read_verified_cubin(bundle, *e);
+      failures.push_back({e->id, again ? it->second.error().message : again.error().message});
+      continue;
+    }
+    if (auto k = verify_kernel(bundle, *it->second, *e); !k) failures.push_back({e->id, k.error().message});
+  }
+  return failures;
+}
+
+std::vector<VerifyFailure> verify_bundle(const Bundle& bundle) {
+  std::vector<const ManifestEntry*> all;
+  for (const ManifestEntry& e : bundle.manifest().entries) all.push_back(&e);
+  std::vector<VerifyFailure> failures = verify_entries(bundle, all);
+  if (all.empty()) failures.push_back({"-", fmt::format("bundle {}: holds no entries", bundle.name())});
   return failures;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/version.hpp"
 #include "cubinrt/types.hpp"
 
 namespace cubinrt {
@@ -26,38 +27,36 @@ Result<Arch> Arch::parse(std::string_view text) {
 
 std::string_view dtype_name(Dtype d) {
   switch (d) {
-    case Dtype::fp16: return "fp16";
-    case Dtype::bf16: return "bf16";
-    case Dtype::fp8_e4m3: return "fp8_e4m3";
-    case Dtype::fp8_e5m2: return "fp8_e5m2";
-    case Dtype::nvfp4: return "nvfp4";
-    case Dtype::uint8: return "uint8";
+#define CUBINRT_DTYPE_NAME_(name, code, bits, kind) \
+  case Dtype::name: return #name;
+    CUBINRT_DTYPES(CUBINRT_DTYPE_NAME_)
+#undef CUBINRT_DTYPE_NAME_
   }
   return "unknown";
 }
 
 Result<Dtype> parse_dtype(std::string_view text) {
-  for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8_e4m3, Dtype::fp8_e5m2, Dtype::nvfp4, Dtype::uint8})
-    if (dtype_name(d) == text) return d;
+#define CUBINRT_DTYPE_PARSE_(name, code, bits, kind) \
+  if (text == #name) return Dtype::name;
+  CUBINRT_DTYPES(CUBINRT_DTYPE_PARSE_)
+#undef CUBINRT_DTYPE_PARSE_
   return fail(Errc::invalid_argument, fmt::format("'{}' is not a dtype (fp16, bf16, fp8_e4m3, fp8_e5m2, nvfp4, uint8)", text));
 }
 
-uint32_t dtype_bits(Dtype d) {
-  switch (d) {
-    case Dtype::fp16:
-    case Dtype::bf16: return 16;
-    case Dtype::fp8_e4m3:
-    case Dtype::fp8_e5m2:
-    case Dtype::uint8: return 8;
-    case Dtype::nvfp4: return 4;
-  }
-  return 0;
-}
+uint32_t dtype_bits(Dtype d) { return CUBINRT_DTYPE_BITS(static_cast<int>(d)); }
 
 std::string cuda_version_text(int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); }
 
+std::string_view KernelKey::axis(std::string_view name) const {
+  for (const auto& [n, v] : axes)
+    if (n == name) return v;
+  return {};
+}
+
 std::string KernelKey::str() const {
-  return fmt::format("head_dim={} q={} kv={} page_size={}", head_dim, dtype_name(q_dtype), dtype_name(kv_dtype), page_size);
+  std::string s;
+  for (const auto& [n, v] : axes) s += fmt::format("{}{}={}", s.empty() ? "" : " ", n, v);
+  return s;
 }
 
 }  // namespace cubinrt

@@ -4,7 +4,7 @@
 
 #include "cubin/elf.hpp"
 #include "cubin/nv_info.hpp"
-#include "cubinrt/cubin.hpp"
+#include "cubin/cubin.hpp"
 
 namespace cubinrt {
 
@@ -130,6 +130,30 @@ Status read_dynamic_shared(const ElfFile& elf, KernelInfo& k) {
   return {};
 }
 
+// A kernel built from a catalog unit states its key in a NUL-terminated device string named
+// cubinrt_key_<kernel> ("head_dim=128 q_dtype=bf16 ..."), so a manifest that gives one kernel of a
+// many-kernel cubin another kernel's key is caught. Absent in one-kernel cubins of other builds.
+constexpr uint64_t kMaxKeyBytes = 512;
+Status read_key(const ElfFile& elf, KernelInfo& k) {
+  constexpr std::string_view kPrefix = "cubinrt_key_";
+  for (const Symbol& s : elf.symbols) {
+    if (s.name.size() != kPrefix.size() + k.name.size() || !s.name.starts_with(kPrefix) || !s.name.ends_with(k.name)) continue;
+    auto bad = [&](std::string_view why) { return fail(Errc::corrupt_cubin, fmt::format("rule kernel-key: kernel '{}': {} {}", k.name, s.name, why)); };
+    if ((s.info & 0xf) != 1 /* OBJECT */ || s.size < 2 || s.size > kMaxKeyBytes || s.shndx == 0 || s.shndx >= elf.sections.size())
+      return bad(fmt::format("is not an object of 2 to {} bytes in a section", kMaxKeyBytes));
+    const Section& sec = elf.sections[s.shndx];
+    if (sec.type == kShtNobits) return bad("has no contents");
+    const ByteView bytes = CUBINRT_TRY(elf.contents(sec));
+    const ByteView text = CUBINRT_TRY(bytes.sub(s.value, s.size, s.name));
+    const auto chars = text.bytes();
+    if (chars.back() != std::byte{0}) return bad("is not NUL-terminated");
+    std::string key(reinterpret_cast<const char*>(chars.data()), chars.size() - 1);
+    if (key.find('\0') != std::string::npos) return bad("holds a NUL before its end");
+    k.key = std::move(key);
+  }
+  return {};
+}
+
 Result<KernelInfo> read_kernel(const ElfFile& elf, const GlobalAttrs& globals, const Symbol& sym, uint32_t sym_index,
                                const CubinInfo& info) {
   KernelInfo k;
@@ -225,6 +249,7 @@ Result<KernelInfo> read_kernel(const ElfFile& elf, const GlobalAttrs& globals, c
     k.static_shared = static_cast<uint32_t>(shared->size - reserved);
   }
   CUBINRT_TRY(read_dynamic_shared(elf, k));
+  CUBINRT_TRY(read_key(elf, k));
   if (uint64_t{k.static_shared} + k.dynamic_shared > kMaxSharedPerBlock)
     return bad("shared-size", fmt::format("{} static + {} dynamic bytes of shared memory exceed the {} any GPU gives a block", k.static_shared,
                                           k.dynamic_shared, kMaxSharedPerBlock));

@@ -2,7 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "cubinrt/driver.hpp"
+#include "common/version.hpp"
+#include "driver/driver.hpp"
 
 namespace cubinrt {
 
@@ -73,6 +74,16 @@ Result<std::shared_ptr<const DriverApi>> open_driver(const char* library) {
   }
   CUBINRT_DRIVER_FUNCTIONS(CUBINRT_RESOLVE_)
 #undef CUBINRT_RESOLVE_
+#define CUBINRT_RESOLVE_OPTIONAL_(name)                                                               \
+  {                                                                                                   \
+    void* fn = nullptr;                                                                               \
+    CUdriverProcAddressQueryResult found{};                                                           \
+    if (get(#name, &fn, kDriverApiVersion, CU_GET_PROC_ADDRESS_DEFAULT, &found) == CUDA_SUCCESS &&    \
+        found == CU_GET_PROC_ADDRESS_SUCCESS)                                                         \
+      api->name = reinterpret_cast<decltype(api->name)>(fn);                                          \
+  }
+  CUBINRT_DRIVER_OPTIONAL_FUNCTIONS(CUBINRT_RESOLVE_OPTIONAL_)
+#undef CUBINRT_RESOLVE_OPTIONAL_
   api->handle = h;
   guard.h = nullptr;  // the table keeps the library open for the life of the process
   return std::shared_ptr<const DriverApi>(std::move(api));

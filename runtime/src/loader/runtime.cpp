@@ -6,24 +6,24 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "bundle/bundle.hpp"
+#include "bundle/verify.hpp"
 #include "common/try.hpp"
-#include "cubinrt/abi.hpp"
-#include "cubinrt/driver.hpp"
+#include "common/version.hpp"
 #include "cubinrt/runtime.hpp"
-#include "cubinrt/select.hpp"
-#include "cubinrt/selfcheck.hpp"
-#include "cubinrt/verify.hpp"
+#include "driver/driver.hpp"
+#include "family/family.hpp"
+#include "loader/loaded_kernel.hpp"
+#include "select/select.hpp"
+#include "selfcheck/known_answers.hpp"
 
 namespace cubinrt {
 
 namespace {
-
-using KeyTuple = std::tuple<std::string, uint32_t, Dtype, Dtype, uint32_t>;
-KeyTuple tuple_of(const KernelKey& k) { return {k.family, k.head_dim, k.q_dtype, k.kv_dtype, k.page_size}; }
 
 std::string uuid_text(const CUuuid& u) {
   const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
@@ -38,18 +38,30 @@ std::string normalise_uuid(std::string s) {
   return out;
 }
 
-// Restores the calling thread's context when a load had to make the device's current.
-class ScopedContext {
+// Makes the device's context current for a load and puts the caller's back. Both switches are
+// checked; the destructor restores (unchecked) only on a path that already returns an error.
+class ContextGuard {
  public:
-  ScopedContext(const DriverApi& d, CUcontext ctx) : d_(d) {
-    if (d_.cuCtxGetCurrent(&saved_) != CUDA_SUCCESS) saved_ = nullptr;
-    if (saved_ != ctx) d_.cuCtxSetCurrent(ctx), switched_ = true;
+  static Result<ContextGuard> enter(const DriverApi& d, CUcontext ctx, std::string_view what) {
+    ContextGuard g(d);
+    CUBINRT_TRY(d.check(d.cuCtxGetCurrent(&g.saved_), "cuCtxGetCurrent", what));
+    if (g.saved_ != ctx) {
+      CUBINRT_TRY(d.check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent", what));
+      g.switched_ = true;
+    }
+    return g;
   }
-  ~ScopedContext() {
+  ContextGuard(ContextGuard&& o) noexcept : d_(o.d_), saved_(o.saved_), switched_(std::exchange(o.switched_, false)) {}
+  Status leave(std::string_view what) {
+    if (!std::exchange(switched_, false)) return {};
+    return d_.check(d_.cuCtxSetCurrent(saved_), "cuCtxSetCurrent (restoring the caller's context)", what);
+  }
+  ~ContextGuard() {
     if (switched_) d_.cuCtxSetCurrent(saved_);
   }
 
  private:
+  explicit ContextGuard(const DriverApi& d) : d_(d) {}
   const DriverApi& d_;
   CUcontext saved_ = nullptr;
   bool switched_ = false;
@@ -57,24 +69,23 @@ class ScopedContext {
 
 }  // namespace
 
-std::vector<KernelKey> Requirements::keys() const {
-  std::vector<KernelKey> out;
-  for (uint32_t hd : head_dims)
-    for (Dtype q : q_dtypes)
-      for (Dtype kv : kv_dtypes)
-        for (uint32_t ps : page_sizes) out.push_back({"paged_decode", hd, q, kv, ps});
-  return out;
-}
-
 std::string DeviceInfo::str() const { return fmt::format("device {} '{}' ({})", ordinal, name, arch.str()); }
 
 struct Runtime::Impl {
+  // One cubin of the bundle on this device: the kernels of a family and arch share one (same
+  // offset), so it is verified and loaded once, whichever of its kernels comes first.
+  struct Library {
+    std::mutex mu;
+    std::optional<VerifiedCubin> verified;  // bytes dropped once loaded; the ELF facts kept
+    CUlib_st* library = nullptr;
+  };
   struct Slot {
     KernelKey key;
     const ManifestEntry* chosen = nullptr;
-    std::once_flag once;
-    std::optional<Result<LoadedKernel>> loaded;
-    std::atomic<bool> done{false};  // loaded is set and may be read without the once_flag
+    Library* library = nullptr;
+    std::mutex mu;
+    std::unique_ptr<const LoadedKernel> loaded;
+    std::atomic<const LoadedKernel*> ready{nullptr};  // published once loaded; read without the lock
   };
 
   std::shared_ptr<const DriverApi> driver;
@@ -82,29 +93,33 @@ struct Runtime::Impl {
   DeviceInfo device;
   CUdevice cu_device = 0;
   CUcontext context = nullptr;
-  std::map<KeyTuple, std::unique_ptr<Slot>> slots;
+  std::map<KernelKey, std::unique_ptr<Slot>> slots;
+  std::map<uint64_t, std::unique_ptr<Library>> libraries;  // by payload offset
 
   ~Impl() {
     // Teardown may run at process exit after the driver shut down: errors here are ignored.
     if (!driver) return;
-    for (auto& [k, slot] : slots)
-      if (slot->loaded && *slot->loaded && (**slot->loaded).library) driver->cuLibraryUnload((**slot->loaded).library);
+    for (auto& [offset, lib] : libraries)
+      if (lib->library) driver->cuLibraryUnload(lib->library);
     if (context) driver->cuDevicePrimaryCtxRelease(cu_device);
   }
 
   Status open_device(const RuntimeOptions& o);
-  // `verified`: the entry's cubin already verified (eager init verifies in parallel), else null.
-  Result<LoadedKernel> load(const Slot& slot, Result<VerifiedCubin>* verified) const;
-  Result<const LoadedKernel*> get(Slot& slot, Result<VerifiedCubin>* verified = nullptr) const {
-    std::call_once(slot.once, [&] {
-      slot.loaded = load(slot, verified);
-      slot.done.store(true, std::memory_order_release);
-    });
-    if (!*slot.loaded) return std::unexpected(slot.loaded->error());
-    return &**slot.loaded;
+  Result<LoadedKernel> load(const Slot& slot) const;
+  // A failed load is not kept: the slot stays empty and the next caller tries again, so a
+  // passing fault (out of memory at first use) does not disable a kernel for the process.
+  Result<const LoadedKernel*> get(Slot& slot) const {
+    if (const LoadedKernel* k = slot.ready.load(std::memory_order_acquire)) return k;
+    std::lock_guard lock(slot.mu);
+    if (slot.loaded) return slot.loaded.get();
+    auto k = load(slot);
+    if (!k) return std::unexpected(std::move(k).error());
+    slot.loaded = std::make_unique<const LoadedKernel>(std::move(*k));
+    slot.ready.store(slot.loaded.get(), std::memory_order_release);
+    return slot.loaded.get();
   }
   Slot* find(const KernelKey& key) const {
-    const auto it = slots.find(tuple_of(key));
+    const auto it = slots.find(key);
     return it == slots.end() ? nullptr : it->second.get();
   }
   // Made only when asked for: start-up pays nothing for the keys this device cannot run.
@@ -169,48 +184,54 @@ Status Runtime::Impl::open_device(const RuntimeOptions& o) {
   return fail(Errc::no_device, fmt::format("no device has UUID {} (the driver sees {} device(s))", o.device_uuid, count));
 }
 
-Result<LoadedKernel> Runtime::Impl::load(const Slot& slot, Result<VerifiedCubin>* pre) const {
+Result<LoadedKernel> Runtime::Impl::load(const Slot& slot) const {
   const auto t0 = std::chrono::steady_clock::now();
   const DriverApi& d = *driver;
   const ManifestEntry& e = *slot.chosen;
   const std::string what = fmt::format("{}: cubin {} kernel {}", device.str(), e.id, e.symbol);
+  Library& lib = *slot.library;
+  std::lock_guard lock(lib.mu);
   // Nothing reaches the driver before it is verified: sha256, ELF rules, manifest agreement, ABI.
-  Result<VerifiedCubin> own = pre ? Result<VerifiedCubin>(std::unexpected(Error{})) : verify_entry(*bundle, e);
-  Result<VerifiedCubin>& verified = pre ? *pre : own;
-  if (!verified) return std::unexpected(std::move(verified).error().context(device.str()));
-  const AbiLayout* abi = CUBINRT_TRY(find_abi(e.abi_name, e.abi_version));
-  const uint64_t shared = uint64_t{verified->kernel->static_shared} + verified->kernel->dynamic_shared;
+  if (!lib.verified) {
+    auto v = read_verified_cubin(*bundle, e);
+    if (!v) return std::unexpected(std::move(v).error().context(device.str()));
+    lib.verified = std::move(*v);
+  }
+  auto kernel_info = verify_kernel(*bundle, *lib.verified, e);
+  if (!kernel_info) return std::unexpected(std::move(kernel_info).error().context(device.str()));
+  const KernelInfo& info = **kernel_info;
+  const AbiLayout* abi = CUBINRT_TRY(find_abi(e.key.family, e.abi_name, e.abi_version));
+  const uint64_t shared = uint64_t{info.static_shared} + info.dynamic_shared;
   if (shared > static_cast<uint64_t>(device.shared_optin))
     return fail(Errc::unsupported, fmt::format("{}: needs {} bytes of shared memory a block ({} static, {} dynamic), the device allows {}", what,
-                                               shared, verified->kernel->static_shared, verified->kernel->dynamic_shared, device.shared_optin));
+                                               shared, info.static_shared, info.dynamic_shared, device.shared_optin));
 
   LoadedKernel k;
   k.entry = &e;
-  k.registers = verified->kernel->registers;
-  k.static_shared = verified->kernel->static_shared;
-  k.dynamic_shared = verified->kernel->dynamic_shared;
-  k.block_threads = block_threads(*verified->kernel);
-  ScopedContext scope(d, context);
-  CUBINRT_TRY(d.check(d.cuLibraryLoadData(&k.library, verified->bytes.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "cuLibraryLoadData", what));
-  auto unload_on_error = [&](Error err) {
-    d.cuLibraryUnload(k.library);
-    return std::unexpected(std::move(err));
-  };
-  // cuLibraryLoadData accepts a cubin of another arch; only resolution proves it runs here.
-  if (auto s = d.check(d.cuLibraryGetKernel(&k.kernel, k.library, e.symbol.c_str()), "cuLibraryGetKernel", what); !s) return unload_on_error(s.error());
-  if (auto s = d.check(d.cuKernelGetFunction(&k.function, k.kernel), "cuKernelGetFunction", what); !s) return unload_on_error(s.error());
-
-  if (auto s = check_driver_abi(d, k.function, *abi, what); !s) return unload_on_error(s.error());
+  k.registers = info.registers;
+  k.static_shared = info.static_shared;
+  k.dynamic_shared = info.dynamic_shared;
+  k.block_threads = block_threads(info);
+  ContextGuard scope = CUBINRT_TRY(ContextGuard::enter(d, context, what));
+  if (lib.library == nullptr) {
+    CUBINRT_TRY(d.check(d.cuLibraryLoadData(&lib.library, lib.verified->bytes.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+                        "cuLibraryLoadData", what));
+    lib.verified->bytes = {};  // the driver has its copy; the ELF facts stay for the cubin's other kernels
+  }
+  k.library = lib.library;
+  // cuLibraryLoadData accepts a cubin of another arch; only resolution proves it runs here. A
+  // kernel that fails below leaves the library loaded for its siblings (unloaded at teardown).
+  CUBINRT_TRY(d.check(d.cuLibraryGetKernel(&k.kernel, k.library, e.symbol.c_str()), "cuLibraryGetKernel", what));
+  CUBINRT_TRY(d.check(d.cuKernelGetFunction(&k.function, k.kernel), "cuKernelGetFunction", what));
+  CUBINRT_TRY(check_driver_abi(d, k.function, *abi, what));
   // Set even when 0: the attribute is per device, and launches beyond 48 KiB need it raised.
   const int dynamic_shared = static_cast<int>(k.dynamic_shared);
-  if (auto s = d.check(d.cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_shared, k.kernel, cu_device),
-                       "cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", what); !s)
-    return unload_on_error(s.error());
-  if (auto s = d.check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&k.blocks_per_sm, k.function, static_cast<int>(k.block_threads), dynamic_shared),
-                       "cuOccupancyMaxActiveBlocksPerMultiprocessor", what); !s)
-    return unload_on_error(s.error());
-  if (k.blocks_per_sm < 1)
-    return unload_on_error(Error{Errc::unsupported, fmt::format("{}: no block of {} threads fits on a multiprocessor", what, k.block_threads)});
+  CUBINRT_TRY(d.check(d.cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_shared, k.kernel, cu_device),
+                      "cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", what));
+  CUBINRT_TRY(d.check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&k.blocks_per_sm, k.function, static_cast<int>(k.block_threads), dynamic_shared),
+                      "cuOccupancyMaxActiveBlocksPerMultiprocessor", what));
+  if (k.blocks_per_sm < 1) return fail(Errc::unsupported, fmt::format("{}: no block of {} threads fits on a multiprocessor", what, k.block_threads));
+  CUBINRT_TRY(scope.leave(what));
   k.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return k;
 }
@@ -220,6 +241,9 @@ Runtime::~Runtime() = default;
 
 Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions o) {
   auto impl = std::make_unique<Impl>();
+  for (const KernelKey& key : o.required)
+    if (find_family(key.family) == nullptr)
+      return fail(Errc::invalid_argument, fmt::format("a required kernel names family '{}', which this build of cubinrt does not have", key.family));
   if (o.bundle) impl->bundle = o.bundle;
   else if (o.bundle_path) impl->bundle = std::make_shared<const Bundle>(CUBINRT_TRY(Bundle::open(*o.bundle_path)));
   else impl->bundle = std::make_shared<const Bundle>(CUBINRT_TRY(Bundle::embedded()));
@@ -228,16 +252,21 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions o) {
   CUBINRT_TRY(impl->driver->validate());
   CUBINRT_TRY(impl->open_device(o));
 
-  // One slot per catalog key in the bundle, with the entry this device would run.
-  std::map<KeyTuple, std::vector<const ManifestEntry*>> by_key;
-  for (const ManifestEntry& e : impl->bundle->manifest().entries) by_key[tuple_of(e.key)].push_back(&e);
+  // One slot per catalog key in the bundle, with the entry this device would run and its cubin.
+  std::map<KernelKey, std::vector<const ManifestEntry*>> by_key;
+  for (const ManifestEntry& e : impl->bundle->manifest().entries) by_key[e.key].push_back(&e);
   for (const auto& [k, entries] : by_key) {
     auto slot = std::make_unique<Impl::Slot>();
-    slot->key = entries.front()->key;
+    slot->key = k;
     slot->chosen = best_entry(entries, impl->device.arch);
+    if (slot->chosen) {
+      auto& lib = impl->libraries[slot->chosen->offset];
+      if (!lib) lib = std::make_unique<Impl::Library>();
+      slot->library = lib.get();
+    }
     impl->slots.emplace(k, std::move(slot));
   }
-  const std::vector<KernelKey> required = o.required.keys();
+  const std::vector<KernelKey>& required = o.required;
   for (const KernelKey& key : required) {
     const Impl::Slot* s = impl->find(key);
     if (s == nullptr || s->chosen == nullptr) return fail(Errc::unsupported, impl->unavailable_reason(key));
@@ -251,19 +280,8 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions o) {
       for (auto& [k, s] : impl->slots)
         if (s->chosen) to_load.push_back(s.get());
     }
-    // Verification (decompression, sha256, ELF, ABI) is CPU work: spread it over threads; the
-    // driver calls that follow stay in this thread, in bundle order.
-    std::vector<Result<VerifiedCubin>> verified(to_load.size(), std::unexpected(Error{}));
-    const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
-    {
-      std::atomic<size_t> next{0};
-      std::vector<std::jthread> pool;
-      for (size_t w = 0; w < std::min(workers, to_load.size()); ++w)
-        pool.emplace_back([&] {
-          for (size_t i; (i = next.fetch_add(1)) < to_load.size();) verified[i] = verify_entry(*impl->bundle, *to_load[i]->chosen);
-        });
-    }
-    for (size_t i = 0; i < to_load.size(); ++i) CUBINRT_TRY(impl->get(*to_load[i], &verified[i]));
+    // Each cubin is decompressed, checked and loaded once, by its first kernel here.
+    for (Impl::Slot* slot : to_load) CUBINRT_TRY(impl->get(*slot));
   }
   auto rt = std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
   if (o.self_check) {
@@ -293,7 +311,7 @@ Result<const LoadedKernel*> Runtime::kernel(const KernelKey& key) const {
 std::vector<const LoadedKernel*> Runtime::loaded() const {
   std::vector<const LoadedKernel*> out;
   for (auto& [k, s] : impl_->slots)
-    if (s->done.load(std::memory_order_acquire) && *s->loaded) out.push_back(&**s->loaded);
+    if (const LoadedKernel* l = s->ready.load(std::memory_order_acquire)) out.push_back(l);
   return out;
 }
 

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "cubinrt/select.hpp"
+#include "select/select.hpp"
 
 namespace cubinrt {
 
@@ -49,12 +49,14 @@ Selection select_entry(const Manifest& manifest, const Arch& device, const Kerne
   for (const ManifestEntry& e : manifest.entries) {
     if (e.key.family != key.family) continue;
     Candidate c{&e, ArchMatch::none, {}};
-    const KernelKey& k = e.key;
-    if (k.head_dim != key.head_dim) c.reason = fmt::format("head_dim {} (asked {})", k.head_dim, key.head_dim);
-    else if (k.q_dtype != key.q_dtype) c.reason = fmt::format("q dtype {} (asked {})", dtype_name(k.q_dtype), dtype_name(key.q_dtype));
-    else if (k.kv_dtype != key.kv_dtype) c.reason = fmt::format("kv dtype {} (asked {})", dtype_name(k.kv_dtype), dtype_name(key.kv_dtype));
-    else if (k.page_size != key.page_size) c.reason = fmt::format("page size {} (asked {})", k.page_size, key.page_size);
-    else c.match = arch_match(e.arch, device, &c.reason);
+    // The first axis that differs (in the catalog's order) is the reason.
+    for (const auto& [axis, value] : e.key.axes)
+      if (const std::string_view asked = key.axis(axis); asked != value) {
+        c.reason = fmt::format("{} {} (asked {})", axis, value, asked.empty() ? "nothing" : asked);
+        break;
+      }
+    if (c.reason.empty() && e.key.axes.size() != key.axes.size()) c.reason = fmt::format("axes {} (asked {})", e.key.str(), key.str());
+    if (c.reason.empty()) c.match = arch_match(e.arch, device, &c.reason);
     sel.candidates.push_back(std::move(c));
   }
   for (Candidate& c : sel.candidates) {
@@ -82,20 +84,41 @@ std::string arch_family_name(uint32_t major) {
   }
 }
 
+namespace {
+
+// Numbers compare as numbers, names as text: "64" < "128".
+bool value_less(const std::string& a, const std::string& b) {
+  const bool na = !a.empty() && a.find_first_not_of("0123456789") == std::string::npos;
+  const bool nb = !b.empty() && b.find_first_not_of("0123456789") == std::string::npos;
+  if (na && nb) return a.size() != b.size() ? a.size() < b.size() : a < b;
+  if (na != nb) return na;
+  return a < b;
+}
+struct ValueLess {
+  bool operator()(const std::string& a, const std::string& b) const { return value_less(a, b); }
+};
+
+}  // namespace
+
+// The key's first axis (head_dim for attention) is its size class: the sentence says which archs
+// build the asked value of it, and which values this device runs instead. Nothing here names an
+// axis, an arch or a value: all of it comes from the bundle's entries.
 std::string explain_unavailable(const Manifest& manifest, std::string_view device_name, const Arch& device,
                                 const KernelKey& key) {
-  std::set<std::string> archs_for_key, archs_for_head_dim;
+  const std::string primary = key.axes.empty() ? std::string() : key.axes.front().first;
+  const std::string asked_primary = key.axes.empty() ? std::string() : key.axes.front().second;
+  std::set<std::string> archs_for_key, archs_for_primary;
   std::set<uint32_t> majors;
-  std::set<uint32_t> head_dims_here;
+  std::set<std::string, ValueLess> primary_here;
   for (const ManifestEntry& e : manifest.entries) {
     if (e.key.family != key.family) continue;
     if (e.key == key) archs_for_key.insert(e.arch.str()), majors.insert(e.arch.major);
-    if (e.key.head_dim == key.head_dim) archs_for_head_dim.insert(e.arch.str());
-    if (arch_match(e.arch, device) != ArchMatch::none) head_dims_here.insert(e.key.head_dim);
+    if (e.key.axis(primary) == asked_primary) archs_for_primary.insert(e.arch.str());
+    if (arch_match(e.arch, device) != ArchMatch::none) primary_here.insert(std::string(e.key.axis(primary)));
   }
   const std::string asked = fmt::format("{} {}", key.family, key.str());
   const std::string head = fmt::format("{} ({}) cannot run {}", device_name, Arch::from_sm(device.sm()).str(), asked);
-  auto list = [](const std::set<std::string>& s, std::string_view conj = "and") {
+  auto list = [](const auto& s, std::string_view conj = "and") {
     std::vector<std::string> v(s.begin(), s.end());
     if (v.size() == 1) return v[0];
     const std::string last = v.back();
@@ -103,20 +126,22 @@ std::string explain_unavailable(const Manifest& manifest, std::string_view devic
     return fmt::format("{} {} {}", fmt::join(v, ", "), conj, last);
   };
   std::string advice;
-  if (!head_dims_here.empty()) {
-    const uint32_t max_here = *head_dims_here.rbegin();
-    advice = key.head_dim > max_here ? fmt::format("head_dim <= {}", max_here)
-                                     : fmt::format("a head_dim of {}", fmt::join(head_dims_here, ", "));
+  if (!primary_here.empty()) {
+    const std::string& max_here = *primary_here.rbegin();
+    advice = value_less(max_here, asked_primary) ? fmt::format("{} <= {}", primary, max_here)
+                                                 : fmt::format("a {} of {}", primary, fmt::join(primary_here, ", "));
   }
-  if (archs_for_key.empty() && archs_for_head_dim.empty())
-    return fmt::format("{}: the bundle has no kernel with head_dim={} for any GPU", head, key.head_dim);
-  if (archs_for_key.empty())
-    return fmt::format("{}: the bundle builds head_dim={} for {} but not with q={} kv={} page_size={}", head, key.head_dim,
-                       list(archs_for_head_dim), dtype_name(key.q_dtype), dtype_name(key.kv_dtype), key.page_size);
+  if (archs_for_key.empty() && archs_for_primary.empty())
+    return fmt::format("{}: the bundle has no {} kernel with {}={} for any GPU", head, key.family, primary, asked_primary);
+  if (archs_for_key.empty()) {
+    KernelKey rest = key;
+    rest.axes.erase(rest.axes.begin());
+    return fmt::format("{}: the bundle builds {}={} for {} but not with {}", head, primary, asked_primary, list(archs_for_primary), rest.str());
+  }
   std::set<std::string> families;
   for (uint32_t m : majors) families.insert(arch_family_name(m));
-  const std::string offers = archs_for_key == archs_for_head_dim
-                                 ? fmt::format("head_dim={} is built for {} only", key.head_dim, list(archs_for_key))
+  const std::string offers = archs_for_key == archs_for_primary
+                                 ? fmt::format("{}={} is built for {} only", primary, asked_primary, list(archs_for_key))
                                  : fmt::format("this kernel is built for {} only", list(archs_for_key));
   return fmt::format("{}: {}; use an {} GPU{}", head, offers, list(families, "or"), advice.empty() ? "" : " or " + advice);
 }

@@ -4,12 +4,15 @@
 
 #include <fmt/format.h>
 
+#include "bundle/bundle.hpp"
+#include "bundle/verify.hpp"
 #include "common/try.hpp"
-#include "cubinrt/abi.hpp"
-#include "cubinrt/driver.hpp"
-#include "cubinrt/select.hpp"
+#include "common/version.hpp"
 #include "cubinrt/selfcheck.hpp"
-#include "cubinrt/verify.hpp"
+#include "driver/driver.hpp"
+#include "family/family.hpp"
+#include "loader/loaded_kernel.hpp"
+#include "selfcheck/known_answers.hpp"
 
 namespace cubinrt {
 
@@ -18,75 +21,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-// Small enough for the host reference to take well under a millisecond, large enough to cross
-// pages, group q heads (4 per kv head) and split the KV range: 2 sequences of ragged lengths.
-ref::Problem known_answer_problem(const KernelKey& key) {
-  DecodeShape s;
-  s.batch = 2;
-  s.num_q_heads = 4;
-  s.num_kv_heads = 1;
-  s.head_dim = key.head_dim;
-  s.q_dtype = key.q_dtype;
-  s.page_size = key.page_size;
-  s.block_table_stride = 3;
-  const auto long_len = static_cast<int32_t>(2 * key.page_size + 5), short_len = 7;
-  return ref::make_problem(s, key.kv_dtype, {long_len, short_len}, 0x5e1fc4ec + key.head_dim * 131 + key.page_size);
-}
-
 }  // namespace
-
-Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, const std::vector<KernelKey>& keys,
-                                                    std::optional<Dtype> reference_kv_as) {
-  std::vector<ref::Problem> problems;
-  for (const KernelKey& key : keys) problems.push_back(known_answer_problem(key));
-  std::vector<const ref::Problem*> ptrs;
-  for (const ref::Problem& p : problems) ptrs.push_back(&p);
-  // Both ways of merging the 2 splits where the kernels can cluster (the planner merges up to 8
-  // splits in a cluster, more through the workspace); the worse error counts.
-  const auto results = CUBINRT_TRY(run_on_device(runtime, ptrs, std::nullopt, /*num_splits=*/2, SplitMerge::workspace));
-  const bool cluster = std::ranges::all_of(keys, [&](const KernelKey& key) {
-    const ManifestEntry* e = runtime.selected(key);
-    return e && supports_cluster_merge(runtime.device(), *e);
-  });
-  std::vector<DeviceResult> clustered;
-  if (cluster) clustered = CUBINRT_TRY(run_on_device(runtime, ptrs, std::nullopt, /*num_splits=*/2, SplitMerge::cluster));
-  std::vector<KnownAnswer> answers;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const ref::Answer want = ref::solve(problems[i], reference_kv_as.value_or(keys[i].kv_dtype));
-    KnownAnswer k;
-    k.error = ref::rel_l2(keys[i].q_dtype, results[i].out, want.out);
-    k.lse_error = ref::rel_l2(results[i].lse, want.lse);
-    if (cluster) {
-      k.error = std::max(k.error, ref::rel_l2(keys[i].q_dtype, clustered[i].out, want.out));
-      k.lse_error = std::max(k.lse_error, ref::rel_l2(clustered[i].lse, want.lse));
-    }
-    k.tolerance = ref::tolerance(keys[i].q_dtype);
-    answers.push_back(k);
-  }
-  return answers;
-}
-
-Result<KnownAnswer> known_answer_test(const Runtime& runtime, const KernelKey& key, std::optional<Dtype> reference_kv_as) {
-  auto r = CUBINRT_TRY(known_answer_tests(runtime, {key}, reference_kv_as));
-  return r.front();
-}
-
-Result<double> check_known_answers(const Runtime& runtime, const std::vector<KernelKey>& keys) {
-  const auto answers = CUBINRT_TRY(known_answer_tests(runtime, keys));
-  double worst = 0;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const KnownAnswer& r = answers[i];
-    const ManifestEntry& e = *runtime.selected(keys[i]);
-    if (!r.passed())
-      return fail(Errc::mismatch, fmt::format("known-answer test of kernel {} ({}) on {}: relative error {:.3g} (lse {:.3g}) exceeds the "
-                                              "tolerance {:.3g} of {} output; this kernel computes wrong results here: do not serve "
-                                              "it, and report this line",
-                                              e.symbol, e.id, runtime.device().str(), r.error, r.lse_error, r.tolerance,
-                                              dtype_name(keys[i].q_dtype)));
-    worst = std::max(worst, r.error / r.tolerance);
-  }
-  return worst;
-}
 
 SelfCheckReport run_selfcheck(const SelfCheckOptions& o) {
   SelfCheckReport rep;
@@ -169,13 +104,11 @@ SelfCheckReport run_selfcheck(const SelfCheckOptions& o) {
   } else {
     for (const ManifestEntry& e : bundle->manifest().entries) to_check.push_back(&e);
   }
-  for (const ManifestEntry* e : to_check) {
-    ++checked;
-    if (auto v = verify_entry(*bundle, *e); !v) failures.push_back(v.error().message);
-  }
+  checked = to_check.size();
+  for (const VerifyFailure& f : verify_entries(*bundle, to_check)) failures.push_back(f.message);
   if (!failures.empty())
-    return step("static", StepStatus::fail, fmt::format("{} of {} cubins failed; first: {}", failures.size(), checked, failures.front()), t), finish(false);
-  step("static", StepStatus::pass, fmt::format("{} {} cubins: sha256, zstd, ELF, manifest vs cubin, ABI layout", checked,
+    return step("static", StepStatus::fail, fmt::format("{} of {} kernels failed; first: {}", failures.size(), checked, failures.front()), t), finish(false);
+  step("static", StepStatus::pass, fmt::format("{} {} kernels: sha256, zstd, ELF, manifest vs cubin, ABI layout", checked,
                                                runtime ? "selected" : "(all)"), t);
   if (!runtime) {
     step("load", StepStatus::skipped, "no GPU", Clock::now());
@@ -197,7 +130,7 @@ SelfCheckReport run_selfcheck(const SelfCheckOptions& o) {
   // 6. The parameter ABI as the driver sees it, field by field.
   t = Clock::now();
   for (const auto& [key, k] : loaded) {
-    auto abi = find_abi(k->entry->abi_name, k->entry->abi_version);
+    auto abi = find_abi(k->entry->key.family, k->entry->abi_name, k->entry->abi_version);
     if (!abi) return step("abi", StepStatus::fail, abi.error().message, t), finish(false);
     if (auto ok = check_driver_abi(runtime->driver(), k->function, **abi, k->entry->symbol); !ok)
       return step("abi", StepStatus::fail, ok.error().message, t), finish(false);

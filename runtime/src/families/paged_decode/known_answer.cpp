@@ -1,0 +1,183 @@
+// The paged decode known answer: reference problems through the device (upload, plan, launch,
+// read back) against the float64 reference.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/try.hpp"
+#include "driver/driver.hpp"
+#include "families/paged_decode/known_answer.hpp"
+#include "families/paged_decode/planner.hpp"
+
+namespace cubinrt {
+
+namespace {
+
+size_t align256(size_t n) { return (n + 255) / 256 * 256; }
+
+// Where one problem's buffers sit in the shared device arena.
+struct Placement {
+  DecodePlan plan;
+  size_t q, k, v, table, lens, out, lse, ws, end;
+};
+
+}  // namespace
+
+Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const std::vector<const ref::Problem*>& problems,
+                                                std::optional<Dtype> declare_kv_as, int num_splits, SplitMerge merge) {
+  const DriverApi& d = runtime.driver();
+  // Plan every problem and lay all buffers out in one arena: one allocation, one copy each way,
+  // one synchronisation, whatever the number of problems.
+  std::vector<Placement> places;
+  size_t at = 0;
+  for (const ref::Problem* pp : problems) {
+    const ref::Problem& p = *pp;
+    const bool fp8 = dtype_bits(p.kv_dtype) == 8;
+    DecodeShape shape = p.shape;
+    shape.kv_storage = fp8 ? Dtype::uint8 : p.kv_dtype;
+    shape.kv_declared = fp8 ? std::optional<Dtype>(declare_kv_as.value_or(p.kv_dtype)) : declare_kv_as;
+    shape.num_splits = num_splits;
+    shape.merge = merge;
+    Placement pl{CUBINRT_TRY(DecodePlan::create(runtime, shape)), 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const size_t out_elems = size_t{p.shape.batch} * p.shape.num_q_heads * p.shape.head_dim;
+    pl.q = at;
+    pl.k = align256(pl.q + p.q.size());
+    pl.v = align256(pl.k + p.k.size());
+    pl.table = align256(pl.v + p.v.size());
+    pl.lens = align256(pl.table + p.block_table.size() * 4);
+    pl.out = align256(pl.lens + p.seq_lens.size() * 4);
+    pl.lse = align256(pl.out + out_elems * 2);
+    pl.ws = align256(pl.lse + size_t{p.shape.batch} * p.shape.num_q_heads * 4);
+    pl.end = at = align256(pl.ws + pl.plan.workspace_bytes());
+    places.push_back(std::move(pl));
+  }
+  // Inputs as made; outputs poisoned (0xff.. is NaN in fp16, bf16 and fp32) so an unwritten
+  // element fails; workspaces zeroed.
+  std::vector<uint8_t> staging(at, 0);
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const ref::Problem& p = *problems[i];
+    const Placement& pl = places[i];
+    std::memcpy(staging.data() + pl.q, p.q.data(), p.q.size());
+    std::memcpy(staging.data() + pl.k, p.k.data(), p.k.size());
+    std::memcpy(staging.data() + pl.v, p.v.data(), p.v.size());
+    std::memcpy(staging.data() + pl.table, p.block_table.data(), p.block_table.size() * 4);
+    std::memcpy(staging.data() + pl.lens, p.seq_lens.data(), p.seq_lens.size() * 4);
+    std::memset(staging.data() + pl.out, 0xff, pl.ws - pl.out);
+  }
+  CUBINRT_TRY(runtime.bind_context());
+  CUdeviceptr arena = 0;
+  CUBINRT_TRY(d.check(d.cuMemAlloc(&arena, std::max<size_t>(at, 256)), "cuMemAlloc", fmt::format("{} bytes for {} problems", at, problems.size())));
+  struct Free {
+    const DriverApi& d;
+    CUdeviceptr p;
+    ~Free() { d.cuMemFree(p); }
+  } free_arena{d, arena};
+  CUBINRT_TRY(d.check(d.cuMemcpyHtoD(arena, staging.data(), at), "cuMemcpyHtoD", "problem inputs"));
+  auto dev = [&](size_t off) { return reinterpret_cast<void*>(arena + off); };
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const ref::Problem& p = *problems[i];
+    const Placement& pl = places[i];
+    const DecodeShape& s = pl.plan.shape();
+    DecodeArgs a;
+    a.q = dev(pl.q);
+    a.kv = {dev(pl.k), dev(pl.v), s.kv_storage, s.kv_declared, p.k_scale, p.v_scale, nullptr, s.layout, s.page_size, s.num_kv_heads, p.num_pages};
+    a.block_table = static_cast<const int32_t*>(dev(pl.table));
+    a.seq_lens = static_cast<const int32_t*>(dev(pl.lens));
+    a.out = dev(pl.out);
+    a.lse = static_cast<float*>(dev(pl.lse));
+    a.softmax_scale = p.softmax_scale;
+    a.workspace = pl.plan.workspace_bytes() ? dev(pl.ws) : nullptr;
+    a.workspace_bytes = pl.plan.workspace_bytes();
+    CUBINRT_TRY(pl.plan.launch(a, nullptr));
+  }
+  CUBINRT_TRY(d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", fmt::format("after {} kernel launches", problems.size())));
+  CUBINRT_TRY(d.check(d.cuMemcpyDtoH(staging.data(), arena, at), "cuMemcpyDtoH", "results"));
+  std::vector<DeviceResult> results;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const Placement& pl = places[i];
+    const DecodeShape& s = problems[i]->shape;
+    const size_t lse_n = size_t{s.batch} * s.num_q_heads, out_bytes = lse_n * s.head_dim * 2;
+    DeviceResult r;
+    r.out.assign(staging.begin() + static_cast<ptrdiff_t>(pl.out), staging.begin() + static_cast<ptrdiff_t>(pl.out + out_bytes));
+    r.lse.resize(lse_n);
+    std::memcpy(r.lse.data(), staging.data() + pl.lse, lse_n * 4);
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+Result<DeviceResult> run_on_device(const Runtime& runtime, const ref::Problem& problem, std::optional<Dtype> declare_kv_as, int num_splits,
+                                   SplitMerge merge) {
+  auto r = CUBINRT_TRY(run_on_device(runtime, std::vector<const ref::Problem*>{&problem}, declare_kv_as, num_splits, merge));
+  return std::move(r.front());
+}
+
+namespace {
+
+// Small enough for the host reference to take well under a millisecond, large enough to cross
+// pages, group q heads (4 per kv head) and split the KV range: 2 sequences of ragged lengths.
+Result<ref::Problem> known_answer_problem(const KernelKey& key) {
+  const auto head_dim = CUBINRT_TRY(axis_number(key, "head_dim"));
+  const auto page_size = CUBINRT_TRY(axis_number(key, "page_size"));
+  DecodeShape s;
+  s.batch = 2;
+  s.num_q_heads = 4;
+  s.num_kv_heads = 1;
+  s.head_dim = head_dim;
+  s.q_dtype = CUBINRT_TRY(parse_dtype(key.axis("q_dtype")));
+  s.page_size = page_size;
+  s.block_table_stride = 3;
+  const auto long_len = static_cast<int32_t>(2 * page_size + 5), short_len = 7;
+  return ref::make_problem(s, CUBINRT_TRY(parse_dtype(key.axis("kv_dtype"))), {long_len, short_len}, 0x5e1fc4ec + head_dim * 131 + page_size);
+}
+
+}  // namespace
+
+Result<uint32_t> axis_number(const KernelKey& key, std::string_view axis) {
+  const std::string_view text = key.axis(axis);
+  uint32_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    return fail(Errc::invalid_argument, fmt::format("{} key '{}': axis {} is not a number", key.family, key.str(), axis));
+  return n;
+}
+
+Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, std::span<const KernelKey> keys,
+                                                    std::optional<Dtype> reference_kv_as) {
+  std::vector<ref::Problem> problems;
+  for (const KernelKey& key : keys) problems.push_back(CUBINRT_TRY(known_answer_problem(key)));
+  std::vector<const ref::Problem*> ptrs;
+  for (const ref::Problem& p : problems) ptrs.push_back(&p);
+  // Both ways of merging the 2 splits where the kernels can cluster (the planner merges up to 8
+  // splits in a cluster, more through the workspace); the worse error counts.
+  const auto results = CUBINRT_TRY(run_on_device(runtime, ptrs, std::nullopt, /*num_splits=*/2, SplitMerge::workspace));
+  const bool cluster = std::ranges::all_of(keys, [&](const KernelKey& key) {
+    const ManifestEntry* e = runtime.selected(key);
+    return e && paged_decode::supports_cluster_merge(runtime.device(), *e);
+  });
+  std::vector<DeviceResult> clustered;
+  if (cluster) clustered = CUBINRT_TRY(run_on_device(runtime, ptrs, std::nullopt, /*num_splits=*/2, SplitMerge::cluster));
+  std::vector<KnownAnswer> answers;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const ref::Problem& p = problems[i];
+    const ref::Answer want = ref::solve(p, reference_kv_as.value_or(p.kv_dtype));
+    double out = ref::rel_l2(p.shape.q_dtype, results[i].out, want.out);
+    double lse = ref::rel_l2(results[i].lse, want.lse);
+    if (cluster) {
+      out = std::max(out, ref::rel_l2(p.shape.q_dtype, clustered[i].out, want.out));
+      lse = std::max(lse, ref::rel_l2(clustered[i].lse, want.lse));
+    }
+    KnownAnswer k;
+    // NaN stays NaN through max only when it comes first: a NaN output must fail.
+    k.error = std::isnan(out) || std::isnan(lse) ? NAN : std::max(out, lse);
+    k.tolerance = ref::tolerance(p.shape.q_dtype);
+    k.detail = fmt::format("output {:.3g}, lse {:.3g}, {} output", out, lse, dtype_name(p.shape.q_dtype));
+    answers.push_back(std::move(k));
+  }
+  return answers;
+}
+
+}  // namespace cubinrt

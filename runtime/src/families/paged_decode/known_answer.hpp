@@ -1,0 +1,38 @@
+// The paged decode family's known answer, and the device round trip the GPU tests share.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "cubinrt/paged_decode.hpp"
+#include "families/paged_decode/reference.hpp"
+#include "family/family.hpp"
+
+namespace cubinrt {
+
+// The result of one kernel on a problem, read back from the device.
+struct DeviceResult {
+  std::vector<uint8_t> out;  // q encoding
+  std::vector<float> lse;
+};
+
+// Uploads the problems (one allocation, one copy each way, one synchronisation), launches each
+// through a DecodePlan and reads the results back. `declare_kv_as` overrides the KV dtype declared
+// to the dispatcher (the data stays as made).
+Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const std::vector<const ref::Problem*>& problems,
+                                                std::optional<Dtype> declare_kv_as = std::nullopt, int num_splits = 0,
+                                                SplitMerge merge = SplitMerge::choose);
+Result<DeviceResult> run_on_device(const Runtime& runtime, const ref::Problem& problem, std::optional<Dtype> declare_kv_as = std::nullopt,
+                                   int num_splits = 0, SplitMerge merge = SplitMerge::choose);
+
+// The known-answer test of each key: a small fixed pseudo-random problem (ragged lengths, GQA, a
+// split KV range, both merges where clusters exist), compared with the reference decoded as
+// `reference_kv_as` (default: the key's own KV dtype; another encoding makes a test that must fail).
+Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, std::span<const KernelKey> keys,
+                                                    std::optional<Dtype> reference_kv_as = std::nullopt);
+
+// A numeric axis of a key ("head_dim"), or why it is not one.
+Result<uint32_t> axis_number(const KernelKey& key, std::string_view axis);
+
+}  // namespace cubinrt

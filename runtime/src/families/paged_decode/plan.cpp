@@ -1,0 +1,218 @@
+// Paged decode plans (shape -> kernel, splits, merge) and launches (arguments -> cuLaunchKernelEx).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/try.hpp"
+#include "cubinrt/paged_decode.hpp"
+#include "driver/driver.hpp"
+#include "families/paged_decode/paged_decode_abi.h"
+#include "families/paged_decode/planner.hpp"
+#include "family/family.hpp"
+#include "loader/loaded_kernel.hpp"
+
+namespace cubinrt {
+
+namespace {
+
+using namespace paged_decode;
+
+bool aligned(const void* p, size_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
+
+Status check_shape(const DecodeShape& s) {
+  auto bad = [](std::string m) { return fail(Errc::invalid_argument, "paged decode: " + m); };
+  if (s.batch == 0 || s.num_q_heads == 0 || s.num_kv_heads == 0 || s.head_dim == 0 || s.page_size == 0 || s.block_table_stride == 0)
+    return bad(fmt::format("batch {}, num_q_heads {}, num_kv_heads {}, head_dim {}, page_size {} and block_table_stride {} must all be positive",
+                           s.batch, s.num_q_heads, s.num_kv_heads, s.head_dim, s.page_size, s.block_table_stride));
+  if (s.num_q_heads % s.num_kv_heads != 0)
+    return bad(fmt::format("num_q_heads {} is not a multiple of num_kv_heads {}", s.num_q_heads, s.num_kv_heads));
+  if (s.q_dtype != Dtype::fp16 && s.q_dtype != Dtype::bf16)
+    return bad(fmt::format("q dtype {} is not supported (fp16 or bf16)", dtype_name(s.q_dtype)));
+  const uint64_t capacity = uint64_t{s.block_table_stride} * s.page_size;
+  if (s.max_seq_len > capacity)
+    return bad(fmt::format("max_seq_len {} exceeds the block table's capacity of {} tokens ({} pages of {})", s.max_seq_len, capacity,
+                           s.block_table_stride, s.page_size));
+  if (s.batch > 0x7fffffffu || uint64_t{s.num_kv_heads} * ((s.num_q_heads / s.num_kv_heads + CUBINRT_PAGED_DECODE_MAX_GROUP - 1) / CUBINRT_PAGED_DECODE_MAX_GROUP) > 65535)
+    return bad("too many heads for one launch");
+  return {};
+}
+
+}  // namespace
+
+KernelKey decode_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint32_t page_size) {
+  return {"paged_decode",
+          {{"head_dim", std::to_string(head_dim)},
+           {"q_dtype", std::string(dtype_name(q_dtype))},
+           {"kv_dtype", std::string(dtype_name(kv_dtype))},
+           {"page_size", std::to_string(page_size)}}};
+}
+
+std::vector<KernelKey> DecodeRequirements::keys() const {
+  std::vector<KernelKey> out;
+  for (uint32_t hd : head_dims)
+    for (Dtype q : q_dtypes)
+      for (Dtype kv : kv_dtypes)
+        for (uint32_t ps : page_sizes) out.push_back(decode_key(hd, q, kv, ps));
+  return out;
+}
+
+Result<Dtype> resolve_kv_dtype(Dtype q_dtype, Dtype storage, std::optional<Dtype> declared) {
+  auto bad = [](std::string m) { return fail(Errc::invalid_argument, "KV cache dtype: " + m); };
+  switch (storage) {
+    case Dtype::uint8:
+      if (!declared)
+        return bad("the KV cache is uint8 storage with no declared dtype; declare fp8_e4m3 or fp8_e5m2 (cubinrt never infers the encoding from storage)");
+      if (*declared == Dtype::fp8_e4m3 || *declared == Dtype::fp8_e5m2) return *declared;
+      if (*declared == Dtype::nvfp4)
+        return bad("nvfp4 KV is declared, but cubinrt has no NVFP4 decode kernel yet (NVFP4 also needs its scale-factor tensor); use fp8_e4m3, fp8_e5m2 or 16-bit KV");
+      return bad(fmt::format("uint8 storage cannot hold {} KV", dtype_name(*declared)));
+    case Dtype::fp8_e4m3:
+    case Dtype::fp8_e5m2:
+    case Dtype::fp16:
+    case Dtype::bf16:
+      if (declared && *declared != storage)
+        return bad(fmt::format("storage is {} but the declared dtype is {}; FP8 and NVFP4 caches are declared on uint8 storage",
+                               dtype_name(storage), dtype_name(*declared)));
+      if ((storage == Dtype::fp16 || storage == Dtype::bf16) && storage != q_dtype)
+        return bad(fmt::format("16-bit KV must match the q dtype ({} KV with {} q)", dtype_name(storage), dtype_name(q_dtype)));
+      return storage;
+    case Dtype::nvfp4:
+      return bad("nvfp4 is declared on uint8 storage, and cubinrt has no NVFP4 decode kernel yet");
+  }
+  return bad("unknown storage dtype");
+}
+
+Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape& s) {
+  CUBINRT_TRY(check_shape(s));
+  DecodePlan plan;
+  plan.runtime_ = &runtime;
+  plan.shape_ = s;
+  plan.kv_dtype_ = CUBINRT_TRY(resolve_kv_dtype(s.q_dtype, s.kv_storage, s.kv_declared));
+  plan.kernel_ = CUBINRT_TRY(runtime.kernel(decode_key(s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size)));
+  const ManifestEntry& entry = *plan.kernel_->entry;
+  plan.param_bytes_ = CUBINRT_TRY(find_abi(entry.key.family, entry.abi_name, entry.abi_version))->param_bytes;
+  // The launch fills this struct; a kernel of another ABI (a bundle that is not this build's)
+  // would take a parameter block of another size.
+  if (plan.param_bytes_ > sizeof(CubinrtPagedDecodeParamsV1))
+    return fail(Errc::mismatch, fmt::format("paged decode: kernel {} takes {} parameter bytes, this build fills {}", entry.id,
+                                            plan.param_bytes_, sizeof(CubinrtPagedDecodeParamsV1)));
+
+  const int group = static_cast<int>(s.num_q_heads / s.num_kv_heads);
+  plan.head_chunks_ = (group + CUBINRT_PAGED_DECODE_MAX_GROUP - 1) / CUBINRT_PAGED_DECODE_MAX_GROUP;
+  const int64_t max_len = s.max_seq_len ? s.max_seq_len : int64_t{s.block_table_stride} * s.page_size;
+  const int64_t pages = (max_len + s.page_size - 1) / s.page_size;
+  const int64_t blocks = int64_t{s.batch} * s.num_kv_heads * plan.head_chunks_;
+  const int64_t multiprocessors = std::max(1, runtime.device().multiprocessors);
+  const bool can_cluster = supports_cluster_merge(runtime.device(), *plan.kernel_->entry);
+  if (s.merge == SplitMerge::cluster && !can_cluster)
+    return fail(Errc::unsupported, fmt::format("paged decode: a cluster merge needs thread-block clusters, which {} (kernel {} for {}) "
+                                               "does not have; use SplitMerge::workspace or choose",
+                                               runtime.device().str(), plan.kernel_->entry->id, plan.kernel_->entry->arch.str()));
+  if (s.merge == SplitMerge::cluster && (s.num_splits == 1 || s.num_splits > kMaxClusterSplits))
+    return fail(Errc::invalid_argument, fmt::format("paged decode: a cluster merge takes 2 to {} splits, {} asked", kMaxClusterSplits, s.num_splits));
+  int64_t splits = s.num_splits;
+  bool cluster = s.merge == SplitMerge::cluster;
+  if (splits <= 0) {
+    // Full waves of blocks at the kernel's occupancy, without splits so short that merging them
+    // through the workspace costs more than it hides.
+    const int64_t by_length = std::clamp<int64_t>(max_len / kMinTokensPerSplit, 1, 65535);
+    splits = choose_splits(blocks, pages, multiprocessors, std::max(1, plan.kernel_->blocks_per_sm), by_length);
+    // Where the workspace would take 2 to 8 splits, a cluster merges them instead, in splits as
+    // short as 128 tokens.
+    if (can_cluster && (s.merge == SplitMerge::cluster || (s.merge == SplitMerge::choose && splits > 1 && splits <= kMaxClusterSplits))) {
+      const int64_t by_cluster = std::clamp<int64_t>(max_len / kMinTokensPerClusterSplit, 1, kMaxClusterSplits);
+      const int64_t c = choose_splits(blocks, pages, multiprocessors, std::max(1, plan.kernel_->blocks_per_sm), by_cluster);
+      if (c > 1) splits = c, cluster = true;
+      else if (s.merge == SplitMerge::cluster) splits = 1;
+    }
+  }
+  splits = std::clamp<int64_t>(splits, 1, std::max<int64_t>(1, pages));
+  plan.pages_per_split_ = static_cast<int>((pages + splits - 1) / splits);
+  plan.num_splits_ = static_cast<int>((pages + plan.pages_per_split_ - 1) / plan.pages_per_split_);
+  plan.merge_ = cluster && plan.num_splits_ > 1 ? SplitMerge::cluster : SplitMerge::workspace;
+  if (plan.num_splits_ > 1 && plan.merge_ == SplitMerge::workspace) {
+    const size_t partial = size_t{s.batch} * s.num_q_heads * plan.num_splits_ * (s.head_dim + 1) * sizeof(float);
+    plan.workspace_bytes_ = (partial + 255) / 256 * 256 + size_t{s.batch} * s.num_kv_heads * plan.head_chunks_ * sizeof(int32_t);
+  }
+  return plan;
+}
+
+Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
+  const DecodeShape& s = shape_;
+  auto bad = [](std::string m) { return fail(Errc::invalid_argument, "paged decode launch: " + m); };
+  if (!a.q || !a.kv.k || !a.kv.v || !a.block_table || !a.seq_lens || !a.out)
+    return bad("q, kv.k, kv.v, block_table, seq_lens and out must all be non-null");
+  if (!aligned(a.q, 16) || !aligned(a.kv.k, 16) || !aligned(a.kv.v, 16) || !aligned(a.out, 16))
+    return bad("q, kv.k, kv.v and out must be 16-byte aligned");
+  if (!aligned(a.block_table, 4) || !aligned(a.seq_lens, 4) || !aligned(a.lse, 4)) return bad("block_table, seq_lens and lse must be 4-byte aligned");
+  if (a.kv.storage != s.kv_storage || a.kv.declared != s.kv_declared)
+    return bad(fmt::format("the KV descriptor's dtype (storage {}, declared {}) is not the plan's (storage {}, declared {})",
+                           dtype_name(a.kv.storage), a.kv.declared ? dtype_name(*a.kv.declared) : "none", dtype_name(s.kv_storage),
+                           s.kv_declared ? dtype_name(*s.kv_declared) : "none"));
+  if (a.kv.page_size != s.page_size || a.kv.num_kv_heads != s.num_kv_heads || a.kv.layout != s.layout)
+    return bad(fmt::format("the KV descriptor (page_size {}, {} kv heads) is not the plan's (page_size {}, {} kv heads) or its layout differs",
+                           a.kv.page_size, a.kv.num_kv_heads, s.page_size, s.num_kv_heads));
+  if (a.kv.num_pages <= 0) return bad("kv.num_pages must be positive");
+  if (num_splits_ > 1 && merge_ == SplitMerge::workspace && (a.workspace == nullptr || a.workspace_bytes < workspace_bytes_ || !aligned(a.workspace, 16)))
+    return bad(fmt::format("this plan splits the KV range {} ways and needs a 16-byte aligned workspace of {} bytes ({} given)", num_splits_,
+                           workspace_bytes_, a.workspace ? a.workspace_bytes : 0));
+
+  const int64_t D = s.head_dim, H = s.num_kv_heads, P = s.page_size;
+  CubinrtPagedDecodeParamsV1 p{};
+  p.q = a.q;
+  p.k_cache = a.kv.k;
+  p.v_cache = a.kv.v;
+  p.block_table = a.block_table;
+  p.seq_lens = a.seq_lens;
+  p.out = a.out;
+  p.lse = a.lse;
+  if (num_splits_ > 1 && merge_ == SplitMerge::workspace) {
+    const size_t partial = size_t{s.batch} * s.num_q_heads * num_splits_ * (s.head_dim + 1) * sizeof(float);
+    p.partial = static_cast<float*>(a.workspace);
+    p.split_counters = reinterpret_cast<int32_t*>(static_cast<char*>(a.workspace) + (partial + 255) / 256 * 256);
+  }
+  p.kv_stride_page = P * H * D;
+  p.kv_stride_token = s.layout == KvLayout::nhd ? H * D : D;
+  p.kv_stride_head = s.layout == KvLayout::nhd ? D : P * D;
+  p.q_stride_batch = p.out_stride_batch = int64_t{s.num_q_heads} * D;
+  p.q_stride_head = p.out_stride_head = D;
+  p.k_scale = kv_dtype_ == Dtype::fp8_e4m3 || kv_dtype_ == Dtype::fp8_e5m2 ? a.kv.k_scale : 1.f;
+  p.v_scale = kv_dtype_ == Dtype::fp8_e4m3 || kv_dtype_ == Dtype::fp8_e5m2 ? a.kv.v_scale : 1.f;
+  p.softmax_scale = a.softmax_scale != 0.f ? a.softmax_scale : 1.f / std::sqrt(static_cast<float>(D));
+  p.batch = static_cast<int32_t>(s.batch);
+  p.num_q_heads = static_cast<int32_t>(s.num_q_heads);
+  p.num_kv_heads = static_cast<int32_t>(s.num_kv_heads);
+  p.block_table_stride = static_cast<int32_t>(s.block_table_stride);
+  p.num_splits = num_splits_;
+  p.pages_per_split = pages_per_split_;
+
+  // The parameter block ends at the last field (the struct's tail padding is not part of it).
+  size_t size = param_bytes_;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &p, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  CUlaunchConfig config{};
+  config.gridDimX = s.batch;
+  config.gridDimY = s.num_kv_heads * static_cast<unsigned>(head_chunks_);
+  config.gridDimZ = static_cast<unsigned>(num_splits_);
+  config.blockDimX = kernel_->block_threads;
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = kernel_->dynamic_shared;
+  config.hStream = stream;
+  // A cluster merge: the splits of each (sequence, head chunk) are one cluster along z.
+  CUlaunchAttribute cluster{};
+  if (merge_ == SplitMerge::cluster) {
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim.x = cluster.value.clusterDim.y = 1;
+    cluster.value.clusterDim.z = static_cast<unsigned>(num_splits_);
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+  }
+  const DriverApi& d = runtime_->driver();
+  // Nothing is formatted unless the launch fails: the message is made on the error path only.
+  const CUresult r = d.cuLaunchKernelEx(&config, kernel_->function, nullptr, extra);
+  if (r == CUDA_SUCCESS) return {};
+  return d.check(r, "cuLaunchKernelEx", fmt::format("{}: kernel {}", runtime_->device().str(), kernel_->entry->symbol));
+}
+
+}  // namespace cubinrt

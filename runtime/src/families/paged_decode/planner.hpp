@@ -1,0 +1,47 @@
+// The paged decode planner: how many splits a KV range takes and how they merge, from the
+// device's properties and the shape (never tuned to one shape). Constants are measurements.
+#pragma once
+
+#include <cstdint>
+
+#include "bundle/manifest.hpp"
+#include "cubinrt/runtime.hpp"
+
+namespace cubinrt::paged_decode {
+
+// A split shorter than this costs more in merging than it gains in parallelism (measured on the
+// H200: 128 tokens in 2 splits of 64 took 11.6 us a launch against 8.4 us unsplit).
+inline constexpr int kMinTokensPerSplit = 256;
+
+// Resident blocks at which a multiprocessor streams KV at its full rate: measured on the H200
+// (run 13, B1 L32768 D128): the same 2048 tokens per multiprocessor took 53.0 us as 1 block,
+// 43.2 us as 2 and 45.7 us as 4 (FP8: 34.8, 30.3, 33.2).
+inline constexpr int64_t kSaturatingBlocks = 2;
+
+// A split must earn its keep: the model below leaves out each split's merge and each block's
+// start, which cost more than a few percent of balance. Measured on the H200: at B64 D128 the
+// model gains 2.6% with 9 splits, which took 520 us against 497 unsplit (run 14); at B1 L32768
+// it gains 1.6% with 33 splits over 32, which took 41.6-42.3 us a launch back to back against
+// 40.9-41.7 (runs 14-16).
+inline constexpr double kSplitGainToBeat = 0.05;
+
+// Thread-block clusters: at most 8 blocks (the portable limit). Their merge costs no global round
+// trip, so where the workspace would split a range, a cluster splits it finer. Measured on the
+// H200 (runs 26-29, us a launch back to back, bf16 / FP8): B4 L512, the workspace's 2 splits
+// 10.5 / 9.7, a cluster's 4 7.9 / 7.2; B1 L1024 4 splits 10.7 / 9.9 against a cluster's 8 6.9 /
+// 6.6; B16 L1024 2 splits 25.0 / 15.8 against a cluster's 2 22.6 / 14.1. Ranges the workspace
+// leaves whole stay whole: B1 L128 5.0 / 4.7 unsplit against 5.2-5.9 in clusters, and at 256
+// tokens a cluster of 2 was no faster at batch 1-8 and 13% slower at 16. The one loss seen:
+// B8 L4096 FP8, 4 splits, 27.5 through the workspace against 30.8 as clusters (bf16 40.7 / 40.1).
+inline constexpr int64_t kMaxClusterSplits = 8;
+inline constexpr int64_t kMinTokensPerClusterSplit = 128;
+
+// The kernel is bandwidth-bound: the fewest splits whose busiest multiprocessor streams within
+// kSplitGainToBeat of the least (planner.cpp says how).
+int64_t choose_splits(int64_t blocks, int64_t pages, int64_t multiprocessors, int64_t blocks_per_sm, int64_t max_splits);
+
+// Whether a cluster merge can run: the device has thread-block clusters and the kernel is code for
+// sm_90 or later.
+bool supports_cluster_merge(const DeviceInfo& device, const ManifestEntry& kernel);
+
+}  // namespace cubinrt::paged_decode

@@ -1,0 +1,218 @@
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+#include "families/paged_decode/reference.hpp"
+
+namespace cubinrt::ref {
+
+namespace {
+
+double fp8(uint8_t b, int exp_bits, int man_bits, int bias, bool e4m3) {
+  const int sign = b >> 7;
+  const int e = (b >> man_bits) & ((1 << exp_bits) - 1);
+  const int m = b & ((1 << man_bits) - 1);
+  if (e4m3 && e == 15 && m == 7) return NAN;
+  if (!e4m3 && e == 31) return m == 0 ? (sign ? -INFINITY : INFINITY) : NAN;
+  const double mag = e == 0 ? std::ldexp(m, 1 - bias - man_bits) : std::ldexp((1 << man_bits) + m, e - bias - man_bits);
+  return sign ? -mag : mag;
+}
+
+size_t bytes_of(Dtype d) { return dtype_bits(d) / 8; }
+
+// splitmix64: reproducible, and fast enough to fill the self-check's problems at start-up.
+struct SplitMix {
+  using result_type = uint64_t;
+  uint64_t state;
+  static constexpr uint64_t min() { return 0; }
+  static constexpr uint64_t max() { return ~uint64_t{0}; }
+  uint64_t operator()() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-1, 1), never zero: 24 random bits, offset by half a step.
+  float unit() { return (static_cast<float>((*this)() >> 40) + 0.5f) * (2.0f / 16777216.0f) - 1.0f; }
+};
+
+// The value of every code of a dtype, made once per process (the self-check runs at start-up).
+const std::vector<double>& code_table(Dtype d) {
+  static const auto make = [](Dtype t) {
+    std::vector<double> v(dtype_bits(t) == 8 ? 256 : 65536);
+    for (size_t c = 0; c < v.size(); ++c) v[c] = decode(t, static_cast<uint16_t>(c));
+    return v;
+  };
+  static const std::vector<double> fp16 = make(Dtype::fp16), bf16 = make(Dtype::bf16), e4m3 = make(Dtype::fp8_e4m3),
+                                   e5m2 = make(Dtype::fp8_e5m2);
+  return d == Dtype::fp16 ? fp16 : d == Dtype::bf16 ? bf16 : d == Dtype::fp8_e4m3 ? e4m3 : e5m2;
+}
+
+uint16_t load16(const std::vector<uint8_t>& v, size_t i) {
+  uint16_t x;
+  std::memcpy(&x, v.data() + 2 * i, 2);
+  return x;
+}
+
+}  // namespace
+
+double decode(Dtype d, uint16_t bits) {
+  switch (d) {
+    case Dtype::bf16: {
+      const uint32_t w = uint32_t{bits} << 16;
+      return std::bit_cast<float>(w);
+    }
+    case Dtype::fp16: {
+      const int sign = bits >> 15, e = (bits >> 10) & 31, m = bits & 1023;
+      if (e == 31) return m ? NAN : (sign ? -INFINITY : INFINITY);
+      const double mag = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+      return sign ? -mag : mag;
+    }
+    case Dtype::fp8_e4m3: return fp8(static_cast<uint8_t>(bits), 4, 3, 7, true);
+    case Dtype::fp8_e5m2: return fp8(static_cast<uint8_t>(bits), 5, 2, 15, false);
+    default: return NAN;
+  }
+}
+
+uint16_t encode16(Dtype d, float value) {
+  if (d == Dtype::bf16) {
+    const uint32_t w = std::bit_cast<uint32_t>(value);
+    if (std::isnan(value)) return 0x7fc0;
+    return static_cast<uint16_t>((w + 0x7fff + ((w >> 16) & 1)) >> 16);
+  }
+  // fp16, rounding half to even (nearbyint in the default rounding mode).
+  const uint16_t sign = std::signbit(value) ? 0x8000 : 0;
+  if (std::isnan(value)) return 0x7e00;
+  if (std::isinf(value)) return sign | 0x7c00;
+  const double a = std::fabs(static_cast<double>(value));
+  if (a < std::ldexp(1.0, -14)) return sign | static_cast<uint16_t>(std::nearbyint(a / std::ldexp(1.0, -24)));  // 1024 = min normal
+  int e = 0;
+  std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1): unbiased exponent e - 1
+  int ue = e - 1;
+  int mant = static_cast<int>(std::nearbyint(a / std::ldexp(1.0, ue - 10)));  // 1024..2048
+  if (mant == 2048) mant = 1024, ++ue;
+  if (ue + 15 >= 31) return sign | 0x7c00;
+  return sign | static_cast<uint16_t>(((ue + 15) << 10) | (mant - 1024));
+}
+
+Problem make_problem(const DecodeShape& s, Dtype kv_dtype, std::vector<int32_t> seq_lens, uint64_t seed) {
+  Problem p;
+  p.shape = s;
+  p.kv_dtype = kv_dtype;
+  p.seq_lens = std::move(seq_lens);
+  SplitMix rng{seed};
+  const size_t D = s.head_dim, B = s.batch, Hq = s.num_q_heads, Hk = s.num_kv_heads, P = s.page_size;
+
+  // Every sequence gets its own pages, handed out in a shuffled order.
+  int64_t pages = 0;
+  for (int32_t len : p.seq_lens) pages += (len + P - 1) / P;
+  p.num_pages = pages + 1;  // a page nobody uses
+  std::vector<int32_t> order(static_cast<size_t>(p.num_pages));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  p.block_table.assign(B * s.block_table_stride, -1);  // unused slots hold an invalid page
+  size_t next = 0;
+  for (size_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < (p.seq_lens[b] + static_cast<int64_t>(P) - 1) / static_cast<int64_t>(P); ++i)
+      p.block_table[b * s.block_table_stride + i] = order[next++];
+
+  auto fill16 = [&](std::vector<uint8_t>& v, size_t n, Dtype d) {
+    v.resize(2 * n);
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t bits = encode16(d, rng.unit());
+      std::memcpy(v.data() + 2 * i, &bits, 2);
+    }
+  };
+  static const std::vector<uint8_t> fp8_codes = [] {
+    std::vector<uint8_t> codes;  // finite, non-zero and below 4 in both encodings
+    for (int b = 0; b < 256; ++b) {
+      const double x = decode(Dtype::fp8_e4m3, static_cast<uint16_t>(b)), y = decode(Dtype::fp8_e5m2, static_cast<uint16_t>(b));
+      if (std::isfinite(x) && std::isfinite(y) && x != 0 && std::fabs(x) < 4 && std::fabs(y) < 4) codes.push_back(static_cast<uint8_t>(b));
+    }
+    return codes;
+  }();
+  auto fill8 = [&](std::vector<uint8_t>& v, size_t n) {
+    v.resize(n);
+    for (size_t i = 0; i < n; ++i) v[i] = fp8_codes[rng() % fp8_codes.size()];
+  };
+  fill16(p.q, B * Hq * D, s.q_dtype);
+  const size_t kv_elems = static_cast<size_t>(p.num_pages) * P * Hk * D;
+  if (bytes_of(kv_dtype) == 2) fill16(p.k, kv_elems, kv_dtype), fill16(p.v, kv_elems, kv_dtype);
+  else fill8(p.k, kv_elems), fill8(p.v, kv_elems);
+  if (bytes_of(kv_dtype) == 1) p.k_scale = 0.75f, p.v_scale = 1.25f;
+  p.softmax_scale = 1.f / std::sqrt(static_cast<float>(D));
+  return p;
+}
+
+Answer solve(const Problem& p, Dtype kv_as) {
+  const DecodeShape& s = p.shape;
+  const size_t D = s.head_dim, Hq = s.num_q_heads, Hk = s.num_kv_heads, P = s.page_size;
+  const size_t group = Hq / Hk;
+  const bool fp8 = bytes_of(kv_as) == 1;
+  const std::vector<double>& table = code_table(kv_as);
+  auto decode_cache = [&](const std::vector<uint8_t>& cache, double scale) {
+    const size_t n = fp8 ? cache.size() : cache.size() / 2;
+    std::vector<double> out(n);
+    for (size_t i = 0; i < n; ++i) out[i] = (fp8 ? table[cache[i]] : table[load16(cache, i)]) * scale;
+    return out;
+  };
+  const std::vector<double> K = decode_cache(p.k, fp8 ? p.k_scale : 1.0), V = decode_cache(p.v, fp8 ? p.v_scale : 1.0);
+  auto row = [&](int64_t page, size_t tok, size_t h) {
+    return s.layout == KvLayout::nhd ? ((static_cast<size_t>(page) * P + tok) * Hk + h) * D
+                                     : ((static_cast<size_t>(page) * Hk + h) * P + tok) * D;
+  };
+  Answer a;
+  a.out.assign(s.batch * Hq * D, 0.0);
+  a.lse.assign(s.batch * Hq, 0.0);
+  std::vector<double> q(D);
+  for (size_t b = 0; b < s.batch; ++b) {
+    const int len = std::min<int>(p.seq_lens[b], static_cast<int>(s.block_table_stride * P));
+    for (size_t qh = 0; qh < Hq; ++qh) {
+      const size_t kh = qh / group;
+      for (size_t d = 0; d < D; ++d) q[d] = code_table(s.q_dtype)[load16(p.q, (b * Hq + qh) * D + d)];
+      std::vector<double> score(static_cast<size_t>(len));
+      double mx = -INFINITY;
+      for (int t = 0; t < len; ++t) {
+        const double* k = &K[row(p.block_table[b * s.block_table_stride + t / P], t % P, kh)];
+        double dot = 0;
+        for (size_t d = 0; d < D; ++d) dot += q[d] * k[d];
+        score[t] = dot * p.softmax_scale;
+        mx = std::max(mx, score[t]);
+      }
+      double sum = 0;
+      for (double& x : score) sum += (x = std::exp(x - mx));
+      double* o = &a.out[(b * Hq + qh) * D];
+      for (int t = 0; t < len; ++t) {
+        const double* v = &V[row(p.block_table[b * s.block_table_stride + t / P], t % P, kh)];
+        const double w = score[t] / sum;
+        for (size_t d = 0; d < D; ++d) o[d] += w * v[d];
+      }
+      a.lse[b * Hq + qh] = len > 0 ? mx + std::log(sum) : -INFINITY;
+    }
+  }
+  return a;
+}
+
+double rel_l2(Dtype q_dtype, const std::vector<uint8_t>& got, const std::vector<double>& want) {
+  std::vector<float> g(want.size());
+  for (size_t i = 0; i < want.size(); ++i) g[i] = static_cast<float>(decode(q_dtype, load16(got, i)));
+  return rel_l2(g, want);
+}
+
+double rel_l2(const std::vector<float>& got, const std::vector<double>& want) {
+  if (got.size() != want.size()) return NAN;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(got[i])) return NAN;
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return std::sqrt(num / den);
+}
+
+double tolerance(Dtype out_dtype) { return out_dtype == Dtype::bf16 ? 1e-2 : 2e-3; }
+
+}  // namespace cubinrt::ref
