@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   cubinrt::ManifestEntry e;
   e.id = "probe";
   e.arch = info->arch;
-  e.key = {"probe", 64, cubinrt::Dtype::bf16, cubinrt::Dtype::bf16, 16};
+  e.key = {"probe", {{"size", "64"}, {"dtype", "bf16"}}};
   e.symbol = info->kernels.at(0).name;
   e.abi_name = "none";
   e.abi_version = 1;
@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   e.min_driver_version = info->min_driver_version();
   e.registers = info->kernels[0].registers;
   m.entries.push_back(e);
-  auto bundle = cubinrt::assemble_bundle(m, {*cubin});
+  auto bundle = cubinrt::assemble_bundle(m, std::vector<std::vector<std::byte>>{*cubin});
   if (!bundle) return std::fprintf(stderr, "%s\n", bundle.error().message.c_str()), 1;
   if (!cubinrt::write_file(argv[2], *bundle)) return 1;
   const std::string json = m.to_json();

@@ -69,6 +69,17 @@ TEST(BundleVerify, TamperedManifestFailsItsDigest) {
   EXPECT_NE(b.error().message.find("bundle copy: manifest sha256 is "), std::string::npos) << b.error().message;
 }
 
+// Bytes 80-95 of the header are reserved for a later version (a signature section): a version-1
+// reader refuses a bundle that uses them rather than ignore what it cannot check.
+TEST(BundleVerify, NonZeroReservedHeaderBytesAreRefused) {
+  auto bytes = bundle_bytes();
+  bytes[93] = std::byte{0x5a};
+  auto b = load(bytes);
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.error().code, Errc::corrupt_bundle);
+  EXPECT_EQ(b.error().message, "bundle copy: header byte 93 is 0x5a: bytes 80-95 are reserved and must be zero in format version 1");
+}
+
 TEST(BundleVerify, TruncatedAndForeignFilesAreRefused) {
   auto bytes = bundle_bytes();
   bytes.resize(bytes.size() - 1000);

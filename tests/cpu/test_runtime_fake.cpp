@@ -171,6 +171,41 @@ TEST(FakeRuntime, MissingEntryPoint) {
   EXPECT_EQ(rt.error().message, "the driver table (fake driver) lacks cuKernelSetAttribute, cuFuncGetParamInfo");
 }
 
+TEST(FakeRuntime, OnlyTheBenchmarksEntryPointsAreOptional) {
+  auto d = make_fake_driver({h200()});
+  d->cuEventCreate = nullptr;  // the benchmark's and GPU tests' calls: not the runtime's
+  d->cuLaunchKernel = nullptr;
+  d->cuMemsetD8 = nullptr;
+  EXPECT_TRUE(d->validate().has_value());
+  d->cuMemAlloc = nullptr;  // the self-check's known answers need it
+  const auto s = d->validate();
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message, "the driver table (fake driver) lacks cuMemAlloc");
+}
+
+// A failed load is not kept: once the fault passes, the same key loads (and is then kept).
+TEST(FakeRuntime, LazyLoadFailureIsRetriedNotCached) {
+  FakeFaults f;
+  f.load = CUDA_ERROR_OUT_OF_MEMORY;
+  RuntimeOptions o;
+  o.lazy = true;
+  auto rt = create({h200()}, f, o);
+  CUBINRT_ASSERT_OK(rt);
+  const KernelKey key = decode_key(128, Dtype::bf16, Dtype::fp8_e4m3, 16);
+  auto first = (*rt)->kernel(key);
+  ASSERT_FALSE(first);
+  EXPECT_EQ(first.error().driver_status, CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_TRUE((*rt)->loaded().empty());
+  fake_state().faults.load = CUDA_SUCCESS;
+  auto second = (*rt)->kernel(key);
+  CUBINRT_ASSERT_OK(second);
+  EXPECT_EQ((*second)->entry->id, "paged_decode.sm_90.hd128.bf16.fp8_e4m3.p16");
+  auto third = (*rt)->kernel(key);
+  CUBINRT_ASSERT_OK(third);
+  EXPECT_EQ(*third, *second);
+  EXPECT_EQ(fake_state().loads, 1);
+}
+
 TEST(FakeRuntime, NoLibcuda) {
   auto d = open_driver("libcuda-that-does-not-exist.so.1");
   ASSERT_FALSE(d);

@@ -117,6 +117,20 @@ TEST(GpuSelfCheck, FullSelfCheckPasses) {
   EXPECT_EQ(r.steps.back().status, StepStatus::pass);
 }
 
+// The test-only family (tests/families/test_copy), plugged in without core edits: its kernels
+// load on the GPU and pass their known answer (y = 2x, bit for bit) through the self-check.
+TEST(GpuSelfCheck, TestOnlyFamilyPassesItsKnownAnswer) {
+  CUBINRT_REQUIRE_GPU();
+  SelfCheckOptions o;
+  o.runtime.driver = gpu().driver;
+  o.runtime.bundle_path = build_file("CUBINRT_TEST_COPY_BUNDLE", CUBINRT_TEST_COPY_BUNDLE);
+  const SelfCheckReport r = run_selfcheck(o);
+  for (const auto& s : r.steps) std::printf("%-13s %-7s %8.2f ms  %s\n", s.name.c_str(), s.status == StepStatus::pass ? "pass" : s.status == StepStatus::fail ? "FAIL" : "skip", s.ms, s.detail.c_str());
+  EXPECT_TRUE(r.passed);
+  ASSERT_EQ(r.steps.size(), 7u);
+  EXPECT_EQ(r.steps.back().detail, "4 kernels matched the float64 reference; worst error 0.00 of its tolerance");
+}
+
 TEST(GpuSelfCheck, RuntimeCreationCanRunTheKnownAnswerTests) {
   CUBINRT_REQUIRE_GPU();
   RuntimeOptions o;

@@ -10,7 +10,7 @@
 #include "bundle/manifest.hpp"
 #include "common/try.hpp"
 #include "cubinrt/runtime.hpp"
-#include "driver/driver.hpp"
+#include "driver/device_memory.hpp"
 #include "families/paged_decode/reference.hpp"
 #include "family/family.hpp"
 #include "loader/loaded_kernel.hpp"
@@ -47,13 +47,8 @@ Result<KnownAnswer> run_one(const Runtime& runtime, const KernelKey& key) {
   const DriverApi& d = runtime.driver();
   CUBINRT_TRY(runtime.bind_context());
   const size_t bytes = kElements * 2;
-  CUdeviceptr buf = 0;
-  CUBINRT_TRY(d.check(d.cuMemAlloc(&buf, 2 * bytes), "cuMemAlloc", "test_copy known answer"));
-  struct Free {
-    const DriverApi& d;
-    CUdeviceptr p;
-    ~Free() { d.cuMemFree(p); }
-  } free_buf{d, buf};
+  const DeviceMemory memory = CUBINRT_TRY(DeviceMemory::allocate(d, 2 * bytes, "test_copy known answer"));
+  const CUdeviceptr buf = memory.get();
   CUBINRT_TRY(d.check(d.cuMemcpyHtoD(buf, x.data(), bytes), "cuMemcpyHtoD", "test_copy known answer"));
   CUBINRT_TRY(d.check(d.cuMemcpyHtoD(buf + bytes, y.data(), bytes), "cuMemcpyHtoD", "test_copy known answer"));
   CubinrtTestCopyParamsV1 p{reinterpret_cast<const void*>(buf), reinterpret_cast<void*>(buf + bytes), kElements};

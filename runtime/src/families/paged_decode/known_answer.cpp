@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/try.hpp"
-#include "driver/driver.hpp"
+#include "driver/device_memory.hpp"
 #include "families/paged_decode/known_answer.hpp"
 #include "families/paged_decode/planner.hpp"
 
@@ -68,13 +68,9 @@ Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const st
     std::memset(staging.data() + pl.out, 0xff, pl.ws - pl.out);
   }
   CUBINRT_TRY(runtime.bind_context());
-  CUdeviceptr arena = 0;
-  CUBINRT_TRY(d.check(d.cuMemAlloc(&arena, std::max<size_t>(at, 256)), "cuMemAlloc", fmt::format("{} bytes for {} problems", at, problems.size())));
-  struct Free {
-    const DriverApi& d;
-    CUdeviceptr p;
-    ~Free() { d.cuMemFree(p); }
-  } free_arena{d, arena};
+  const DeviceMemory memory =
+      CUBINRT_TRY(DeviceMemory::allocate(d, std::max<size_t>(at, 256), fmt::format("{} bytes for {} problems", at, problems.size())));
+  const CUdeviceptr arena = memory.get();
   CUBINRT_TRY(d.check(d.cuMemcpyHtoD(arena, staging.data(), at), "cuMemcpyHtoD", "problem inputs"));
   auto dev = [&](size_t off) { return reinterpret_cast<void*>(arena + off); };
   for (size_t i = 0; i < problems.size(); ++i) {
