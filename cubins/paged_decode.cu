@@ -209,9 +209,10 @@ constexpr bool kDynamicShared = kSharedBytes > 48 * 1024;
 extern "C" __device__ const uint32_t CUBINRT_CAT_(cubinrt_dynamic_smem_, CUBINRT_KERNEL) = kDynamicShared ? kSharedBytes : 0;
 // The key this kernel is, as the catalog's unit source states it: the reader checks it against the
 // manifest, so an entry cannot name a sibling kernel of the same cubin.
-#ifdef CUBINRT_VARIANT_KEY
-extern "C" __device__ const char CUBINRT_CAT_(cubinrt_key_, CUBINRT_KERNEL)[] = CUBINRT_VARIANT_KEY;
+#ifndef CUBINRT_VARIANT_KEY
+#error "CUBINRT_VARIANT_KEY (the variant's key, \"head_dim=128 q_dtype=bf16 ...\") is not defined: the build defines it"
 #endif
+extern "C" __device__ const char CUBINRT_CAT_(cubinrt_key_, CUBINRT_KERNEL)[] = CUBINRT_VARIANT_KEY;
 
 template <bool kDynamic>
 __device__ __forceinline__ BlockShared& block_shared() {

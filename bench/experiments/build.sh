@@ -14,7 +14,8 @@ for hd in 128 256; do for kv in bf16 fp8_e4m3; do
   extra_var=EXP_hd${hd}_${kv}
   nvcc -cubin -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Iruntime/include -Iruntime/src/families/paged_decode -DCUBINRT_HEAD_DIM=$hd \
     -DCUBINRT_Q_DTYPE=CUBINRT_DTYPE_BF16 -DCUBINRT_KV_DTYPE=$(dtype $kv) -DCUBINRT_PAGE_SIZE=16 \
-    -DCUBINRT_KERNEL=cubinrt_paged_decode_hd${hd}_bf16_${kv}_p16 $defines ${!extra_var:-} cubins/paged_decode.cu -o "$out/$id.cubin" &
+    -DCUBINRT_KERNEL=cubinrt_paged_decode_hd${hd}_bf16_${kv}_p16 \
+    "-DCUBINRT_VARIANT_KEY=\"head_dim=$hd q_dtype=bf16 kv_dtype=$kv page_size=16\"" $defines ${!extra_var:-} cubins/paged_decode.cu -o "$out/$id.cubin" &
   pids+=($!)
 done; done
 for pid in "${pids[@]}"; do wait "$pid"; done  # a failed compile stops the script (set -e)

@@ -2,6 +2,10 @@
 // and the parameter block a launch hands the driver, field by field.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
 #include <cmath>
 #include <cstring>
 
@@ -10,8 +14,26 @@
 #include "support/fake_driver.hpp"
 #include "support/gpu.hpp"
 
+namespace {
+thread_local bool t_counting = false;
+std::atomic<int> g_allocations{0};
+}  // namespace
+
+// Every allocation of this test binary goes through here; only the counting thread's, while it
+// counts, are counted.
+void* operator new(std::size_t n) {
+  if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
 namespace cubinrt::test {
 namespace {
+
+void counting(bool on) { t_counting = on; }
+int allocations() { return g_allocations.load(); }
 
 TEST(ResolveKvDtype, UInt8StorageMustBeDeclared) {
   EXPECT_EQ(*resolve_kv_dtype(Dtype::bf16, Dtype::uint8, Dtype::fp8_e4m3), Dtype::fp8_e4m3);
@@ -90,6 +112,31 @@ TEST_F(Dispatch, LaunchHandsTheDriverTheAbiStruct) {
   EXPECT_EQ(plan->num_splits(), 4);
   EXPECT_EQ(p.pages_per_split, 16);
   EXPECT_GT(plan->workspace_bytes(), 0u);
+}
+
+// A launch that succeeds allocates nothing (no message is formatted unless it fails): counted by
+// the replaced operator new below, around launches the fake driver does not record.
+TEST_F(Dispatch, ASuccessfulLaunchAllocatesNothing) {
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  const DecodeArgs a = args(*plan);
+  fake_state().faults.record_launches = false;
+  const int before = allocations();
+  counting(true);
+  int failed = 0;
+  for (int i = 0; i < 100; ++i) failed += !plan->launch(a, nullptr).has_value();
+  counting(false);
+  fake_state().faults.record_launches = true;
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(allocations() - before, 0);
+  // A failing one says why, which allocates: the counter does see allocations.
+  DecodeArgs bad = a;
+  bad.q = nullptr;
+  counting(true);
+  const bool refused = !plan->launch(bad, nullptr).has_value();
+  counting(false);
+  EXPECT_TRUE(refused);
+  EXPECT_GT(allocations() - before, 0);
 }
 
 TEST_F(Dispatch, DeclaredEncodingPicksTheKernel) {

@@ -48,7 +48,10 @@ TEST(Dtypes, DtypesHeaderCompilesAsC) {
 // Kernel sources compare a dtype macro only with a CUBINRT_DTYPE_* name or a CUBINRT_DTYPE_IS_*
 // predicate: "kKvDtype >= 3" or "== 2" would silently change meaning with a new code.
 TEST(Dtypes, KernelSourcesTestEncodingsByName) {
-  const std::regex numeric(R"((kQDtype|kKvDtype|CUBINRT_(Q|KV)_DTYPE|CUBINRT_DTYPE)\s*(==|!=|>=|<=|>|<)\s*[0-9])");
+  // A dtype against a number (either side), or ordered against anything.
+  const std::string dtype = R"((kQDtype|kKvDtype|CUBINRT_(Q|KV)_DTYPE|CUBINRT_DTYPE)\b)";
+  const std::regex numeric(dtype + R"(\s*(==|!=|>=|<=|>|<)\s*[0-9]|[0-9]\s*(==|!=|>=|<=|>|<)\s*)" + dtype + "|" + dtype +
+                           R"(\s+(>=|<=|>|<)\s+\w|\w\s+(>=|<=|>|<)\s+)" + dtype);
   int files = 0;
   for (const auto& root : {"cubins", "tests/families"})
     for (const auto& f : std::filesystem::recursive_directory_iterator(std::string(CUBINRT_TEST_SOURCE_DIR) + "/" + root)) {

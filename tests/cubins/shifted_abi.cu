@@ -3,6 +3,10 @@
 // field is dropped so the count still matches. Verification must catch it by layout.
 #include "paged_decode_abi.h"
 
+// It states the key it claims, as every built kernel does, so that only its layout is wrong.
+extern "C" __device__ const char cubinrt_key_cubinrt_paged_decode_hd128_bf16_fp8_e4m3_p16[] =
+    "head_dim=128 q_dtype=bf16 kv_dtype=fp8_e4m3 page_size=16";
+
 extern "C" __global__ void cubinrt_paged_decode_hd128_bf16_fp8_e4m3_p16(
     const void* q, int32_t inserted, const void* k_cache, const void* v_cache, const int32_t* block_table,
     const int32_t* seq_lens, void* out, float* lse, float* partial, int32_t* split_counters, int64_t kv_stride_page,

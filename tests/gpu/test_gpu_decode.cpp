@@ -56,7 +56,7 @@ double run_case(const Runtime& rt, const KernelKey& key, const Case& c, uint64_t
   int32_t max_len = 0;
   for (int32_t l : c.lens) max_len = std::max(max_len, l);
   const ref::Problem p = ref::make_problem(shape_for(key, c.batch, c.hq, c.hk, static_cast<uint32_t>(max_len), c.layout), decode_axes(key).kv_dtype, c.lens, seed);
-  auto r = run_on_device(rt, p, std::nullopt, c.splits, c.merge);
+  auto r = paged_decode::run_on_device(rt, p, std::nullopt, c.splits, c.merge);
   EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
   if (!r) return INFINITY;
   const ref::Answer want = ref::solve(p, decode_axes(key).kv_dtype);
@@ -108,8 +108,8 @@ TEST(GpuDecode, DeclaredFp8EncodingSelectsTheKernel) {
   ASSERT_TRUE(rt);
   const KernelKey e4m3 = decode_key(128, Dtype::bf16, Dtype::fp8_e4m3, 16);
   const ref::Problem p = ref::make_problem(shape_for(e4m3, 2, 8, 2, 700, KvLayout::nhd), Dtype::fp8_e4m3, {700, 333}, 42);
-  auto as_e4m3 = run_on_device(*rt, p, Dtype::fp8_e4m3);
-  auto as_e5m2 = run_on_device(*rt, p, Dtype::fp8_e5m2);
+  auto as_e4m3 = paged_decode::run_on_device(*rt, p, Dtype::fp8_e4m3);
+  auto as_e5m2 = paged_decode::run_on_device(*rt, p, Dtype::fp8_e5m2);
   CUBINRT_ASSERT_OK(as_e4m3);
   CUBINRT_ASSERT_OK(as_e5m2);
   const ref::Answer want4 = ref::solve(p, Dtype::fp8_e4m3), want5 = ref::solve(p, Dtype::fp8_e5m2);

@@ -148,10 +148,10 @@ TEST(GpuSelfCheck, WrongKvEncodingFailsItsKnownAnswer) {
   CUBINRT_ASSERT_OK(rt);
   const KernelKey key = decode_key(128, Dtype::bf16, Dtype::fp8_e4m3, 16);
   const std::vector<KernelKey> keys{key};
-  auto right = known_answer_tests(**rt, keys);
+  auto right = paged_decode::known_answer_tests(**rt, keys);
   CUBINRT_ASSERT_OK(right);
   EXPECT_TRUE(right->front().passed()) << right->front().detail;
-  auto wrong = known_answer_tests(**rt, keys, Dtype::fp8_e5m2);
+  auto wrong = paged_decode::known_answer_tests(**rt, keys, Dtype::fp8_e5m2);
   CUBINRT_ASSERT_OK(wrong);
   EXPECT_FALSE(wrong->front().passed());
   EXPECT_GT(wrong->front().error, 10 * wrong->front().tolerance);

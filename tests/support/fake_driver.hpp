@@ -33,6 +33,7 @@ struct FakeFaults {
   CUresult get_kernel = CUDA_SUCCESS;     // forced result of cuLibraryGetKernel (else the arch rule)
   int param_offset_skew = 0;              // added to every parameter offset cuFuncGetParamInfo reports
   CUresult launch = CUDA_SUCCESS;
+  bool record_launches = true;            // false: a launch allocates nothing here (allocation tests)
 };
 
 struct LaunchRecord {

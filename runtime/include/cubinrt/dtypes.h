@@ -40,18 +40,24 @@
    : (c) == CUBINRT_DTYPE_NVFP4                                  ? 4          \
                                                                  : 0)
 
-#ifdef __cplusplus
+#if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L)
+#ifndef __cplusplus
+#define CUBINRT_DTYPE_STATIC_ASSERT_ _Static_assert
+#else
+#define CUBINRT_DTYPE_STATIC_ASSERT_ static_assert
+#endif
 /* The predicates above agree with the table, entry by entry: a new dtype that is added to the
- * table but not to a predicate (or the reverse) stops every host and kernel build. */
+ * table but not to a predicate (or the reverse) stops every host (C or C++) and kernel build. */
 #define CUBINRT_DTYPE_CHECK_(name, code, bits, kind)                                                      \
-  static_assert(CUBINRT_DTYPE_BITS(code) == (bits), "CUBINRT_DTYPE_BITS disagrees with the table: " #name); \
-  static_assert(CUBINRT_DTYPE_IS_FLOAT16(code) == ((kind) == CUBINRT_DTYPE_KIND_FLOAT16),                  \
+  CUBINRT_DTYPE_STATIC_ASSERT_(CUBINRT_DTYPE_BITS(code) == (bits), "CUBINRT_DTYPE_BITS disagrees with the table: " #name); \
+  CUBINRT_DTYPE_STATIC_ASSERT_(CUBINRT_DTYPE_IS_FLOAT16(code) == ((kind) == CUBINRT_DTYPE_KIND_FLOAT16),                  \
                 "CUBINRT_DTYPE_IS_FLOAT16 disagrees with the table: " #name);                                \
-  static_assert(CUBINRT_DTYPE_IS_FP8(code) == ((kind) == CUBINRT_DTYPE_KIND_FP8),                          \
+  CUBINRT_DTYPE_STATIC_ASSERT_(CUBINRT_DTYPE_IS_FP8(code) == ((kind) == CUBINRT_DTYPE_KIND_FP8),                          \
                 "CUBINRT_DTYPE_IS_FP8 disagrees with the table: " #name);                                    \
-  static_assert((code) >= 1 && (code) <= CUBINRT_DTYPE_COUNT, "dtype codes are 1..CUBINRT_DTYPE_COUNT: " #name);
+  CUBINRT_DTYPE_STATIC_ASSERT_((code) >= 1 && (code) <= CUBINRT_DTYPE_COUNT, "dtype codes are 1..CUBINRT_DTYPE_COUNT: " #name);
 CUBINRT_DTYPES(CUBINRT_DTYPE_CHECK_)
 #undef CUBINRT_DTYPE_CHECK_
+#undef CUBINRT_DTYPE_STATIC_ASSERT_
 #endif
 
 #endif /* CUBINRT_DTYPES_H */

@@ -37,7 +37,7 @@ struct ManifestEntry {
 std::string to_json(const ManifestEntry& entry);
 
 struct Manifest {
-  uint32_t version = kManifestVersion;
+  uint32_t version = kManifestVersion;  // as read (1 or 2); written as kManifestVersion
   std::string generator;  // "cubinrt 0.1.0"
   std::string toolkit;    // "Cuda compilation tools, release 13.0, V13.0.88"
   int min_driver_version = 0;  // the highest of the entries'

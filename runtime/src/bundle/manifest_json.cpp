@@ -81,7 +81,7 @@ std::string Manifest::to_json() const {
   ordered_json entries_json = ordered_json::array();
   for (const ManifestEntry& e : entries) entries_json.push_back(entry_json(e));
   const ordered_json doc = {{"format", "cubinrt-manifest"},
-                            {"version", version},
+                            {"version", kManifestVersion},  // always written in the current form
                             {"generator", generator},
                             {"toolkit", toolkit},
                             {"min_driver_version", min_driver_version},
@@ -109,7 +109,6 @@ Result<Manifest> Manifest::parse(std::string_view text) {
       m.entries.push_back(std::move(*e));
       ++index;
     }
-    m.version = kManifestVersion;  // as held in memory (and written again)
     return m;
   } catch (const nlohmann::json::exception& e) {
     return fail(Errc::corrupt_manifest, fmt::format("manifest: {}", e.what()));

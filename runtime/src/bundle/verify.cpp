@@ -10,7 +10,7 @@ namespace cubinrt {
 
 namespace {
 
-Status agree(const ManifestEntry& e, const CubinInfo& info, const KernelInfo& k) {
+Status agree(const ManifestEntry& e, const CubinInfo& info, const KernelInfo& k, uint32_t manifest_version) {
   auto bad = [&](std::string what) { return fail(Errc::mismatch, fmt::format("manifest and cubin disagree: {}", what)); };
   if (!(info.arch == e.arch)) return bad(fmt::format("arch {} in the manifest, {} in the cubin", e.arch.str(), info.arch.str()));
   if (info.toolkit_version != e.toolkit_version)
@@ -20,10 +20,11 @@ Status agree(const ManifestEntry& e, const CubinInfo& info, const KernelInfo& k)
   if (k.dynamic_shared != e.dynamic_shared)
     return bad(fmt::format("{} bytes of dynamic shared memory in the manifest, {} in the cubin", e.dynamic_shared, k.dynamic_shared));
   if (k.registers != e.registers) return bad(fmt::format("{} registers in the manifest, {} in the cubin", e.registers, k.registers));
-  // In a cubin of many kernels every kernel must say which key it is: otherwise an entry could
-  // name a sibling (the e5m2 kernel for an e4m3 key) and nothing here would see it.
-  if (k.key.empty() && info.kernels.size() > 1)
-    return bad(fmt::format("kernel '{}' is one of {} in its cubin and does not state its key (cubinrt_key_{})", k.name, info.kernels.size(), k.name));
+  // Every kernel of a version-2 bundle says which key it is (cubinrt_key_<kernel>): otherwise an
+  // entry could name a sibling (the e5m2 kernel for an e4m3 key) and nothing here would see it.
+  // Version-1 bundles held one kernel a cubin, found by its symbol alone.
+  if (k.key.empty() && (manifest_version >= 2 || info.kernels.size() > 1))
+    return bad(fmt::format("kernel '{}' does not state its key (cubinrt_key_{})", k.name, k.name));
   if (!k.key.empty() && k.key != e.key.str())
     return bad(fmt::format("kernel '{}' states the key '{}', the manifest gives it '{}'", k.name, k.key, e.key.str()));
   return {};
@@ -34,7 +35,7 @@ Status agree(const ManifestEntry& e, const CubinInfo& info, const KernelInfo& k)
 Result<VerifiedCubin> read_verified_cubin(const Bundle& bundle, const ManifestEntry& e) {
   auto bytes = bundle.cubin(e);  // carries its own context
   if (!bytes) return std::unexpected(std::move(bytes).error());
-  VerifiedCubin v{std::move(*bytes), {}, nullptr};
+  VerifiedCubin v{std::move(*bytes), {}, nullptr, e.sha256, e.size, e.compressed_size};
   auto info = read_cubin(v.bytes);
   if (!info) return std::unexpected(std::move(info).error().context(fmt::format("bundle {}: entry {}", bundle.name(), e.id)));
   v.info = std::move(*info);
@@ -43,9 +44,13 @@ Result<VerifiedCubin> read_verified_cubin(const Bundle& bundle, const ManifestEn
 
 Result<const KernelInfo*> verify_kernel(const Bundle& bundle, const VerifiedCubin& v, const ManifestEntry& e) {
   auto check = [&]() -> Result<const KernelInfo*> {
+    if (e.sha256 != v.sha256 || e.size != v.size || e.compressed_size != v.compressed_size)
+      return fail(Errc::corrupt_bundle, fmt::format("its cubin at offset {} is recorded as sha256 {}, {} bytes ({} compressed) by another "
+                                                    "entry, and as sha256 {}, {} bytes ({} compressed) here",
+                                                    e.offset, v.sha256, v.size, v.compressed_size, e.sha256, e.size, e.compressed_size));
     const KernelInfo* k = v.info.kernel(e.symbol);
     if (k == nullptr) return fail(Errc::mismatch, fmt::format("manifest and cubin disagree: the cubin defines no kernel '{}'", e.symbol));
-    CUBINRT_TRY(agree(e, v.info, *k));
+    CUBINRT_TRY(agree(e, v.info, *k, bundle.manifest().version));
     const AbiLayout* abi = CUBINRT_TRY(find_abi(e.key.family, e.abi_name, e.abi_version));
     CUBINRT_TRY(check_kernel_abi(*k, *abi));
     return k;

@@ -16,6 +16,10 @@ struct VerifiedCubin {
   std::vector<std::byte> bytes;
   CubinInfo info;
   const KernelInfo* kernel = nullptr;  // the entry's kernel (verify_entry), pointing into info
+  // What the entry it was read for records of it: every other entry of the same offset must
+  // record the same, or it is not this cubin's entry.
+  std::string sha256;
+  uint64_t size = 0, compressed_size = 0;
 };
 
 // The entry's cubin, without checking its kernel yet (a loader checks each entry of it).

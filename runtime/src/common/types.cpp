@@ -40,7 +40,11 @@ Result<Dtype> parse_dtype(std::string_view text) {
   if (text == #name) return Dtype::name;
   CUBINRT_DTYPES(CUBINRT_DTYPE_PARSE_)
 #undef CUBINRT_DTYPE_PARSE_
-  return fail(Errc::invalid_argument, fmt::format("'{}' is not a dtype (fp16, bf16, fp8_e4m3, fp8_e5m2, nvfp4, uint8)", text));
+  std::string names;
+#define CUBINRT_DTYPE_LIST_(name, code, bits, kind) names += fmt::format("{}{}", names.empty() ? "" : ", ", #name);
+  CUBINRT_DTYPES(CUBINRT_DTYPE_LIST_)
+#undef CUBINRT_DTYPE_LIST_
+  return fail(Errc::invalid_argument, fmt::format("'{}' is not a dtype ({})", text, names));
 }
 
 uint32_t dtype_bits(Dtype d) { return CUBINRT_DTYPE_BITS(static_cast<int>(d)); }

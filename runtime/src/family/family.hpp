@@ -43,8 +43,15 @@ class Family {
 // The families this process knows: the build's (runtime/src/families/*) and any registered.
 std::vector<const Family*> families();
 const Family* find_family(std::string_view name);
-// Makes a family defined outside runtime/src/families known (tests; a plug-in). Idempotent.
-void register_family(const Family& family);
+// Makes a family defined outside runtime/src/families known (tests; a plug-in). Registering the
+// same family again does nothing; another family of a known name is refused.
+Status register_family(const Family& family);
+
+// A key of a known family with exactly its axes, in its order; or a sentence saying what differs.
+Status check_key(const KernelKey& key);
+
+// A numeric axis of a key ("head_dim"), or why it is not one (families read their keys with it).
+Result<uint32_t> axis_number(const KernelKey& key, std::string_view axis);
 
 // The layout of a family's ABI, or an error naming what this build knows.
 Result<const AbiLayout*> find_abi(std::string_view family, std::string_view abi_name, uint32_t abi_version);

@@ -15,6 +15,7 @@
 #include "common/try.hpp"
 #include "common/version.hpp"
 #include "cubinrt/runtime.hpp"
+#include "driver/context_guard.hpp"
 #include "driver/driver.hpp"
 #include "family/family.hpp"
 #include "loader/loaded_kernel.hpp"
@@ -37,35 +38,6 @@ std::string normalise_uuid(std::string s) {
     if (std::isxdigit(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
-
-// Makes the device's context current for a load and puts the caller's back. Both switches are
-// checked; the destructor restores (unchecked) only on a path that already returns an error.
-class ContextGuard {
- public:
-  static Result<ContextGuard> enter(const DriverApi& d, CUcontext ctx, std::string_view what) {
-    ContextGuard g(d);
-    CUBINRT_TRY(d.check(d.cuCtxGetCurrent(&g.saved_), "cuCtxGetCurrent", what));
-    if (g.saved_ != ctx) {
-      CUBINRT_TRY(d.check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent", what));
-      g.switched_ = true;
-    }
-    return g;
-  }
-  ContextGuard(ContextGuard&& o) noexcept : d_(o.d_), saved_(o.saved_), switched_(std::exchange(o.switched_, false)) {}
-  Status leave(std::string_view what) {
-    if (!std::exchange(switched_, false)) return {};
-    return d_.check(d_.cuCtxSetCurrent(saved_), "cuCtxSetCurrent (restoring the caller's context)", what);
-  }
-  ~ContextGuard() {
-    if (switched_) d_.cuCtxSetCurrent(saved_);
-  }
-
- private:
-  explicit ContextGuard(const DriverApi& d) : d_(d) {}
-  const DriverApi& d_;
-  CUcontext saved_ = nullptr;
-  bool switched_ = false;
-};
 
 }  // namespace
 
@@ -241,9 +213,7 @@ Runtime::~Runtime() = default;
 
 Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions o) {
   auto impl = std::make_unique<Impl>();
-  for (const KernelKey& key : o.required)
-    if (find_family(key.family) == nullptr)
-      return fail(Errc::invalid_argument, fmt::format("a required kernel names family '{}', which this build of cubinrt does not have", key.family));
+  for (const KernelKey& key : o.required) CUBINRT_TRY(check_key(key));
   if (o.bundle) impl->bundle = o.bundle;
   else if (o.bundle_path) impl->bundle = std::make_shared<const Bundle>(CUBINRT_TRY(Bundle::open(*o.bundle_path)));
   else impl->bundle = std::make_shared<const Bundle>(CUBINRT_TRY(Bundle::embedded()));
@@ -285,8 +255,13 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions o) {
   }
   auto rt = std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
   if (o.self_check) {
-    std::vector<KernelKey> keys;
-    for (const LoadedKernel* k : rt->loaded()) keys.push_back(k->entry->key);
+    // Lazy loading has loaded nothing yet: the self-check then loads and checks the required
+    // kernels, and needs some (a check of nothing would pass silently).
+    std::vector<KernelKey> keys = o.lazy ? required : std::vector<KernelKey>{};
+    if (!o.lazy)
+      for (const LoadedKernel* k : rt->loaded()) keys.push_back(k->entry->key);
+    if (keys.empty())
+      return fail(Errc::invalid_argument, "self_check with lazy loading checks the required kernels, and none are required: name them, or load eagerly");
     CUBINRT_TRY(check_known_answers(*rt, keys));
   }
   return rt;
@@ -297,6 +272,7 @@ const Bundle& Runtime::bundle() const { return *impl_->bundle; }
 const DriverApi& Runtime::driver() const { return *impl_->driver; }
 
 Support Runtime::supports(const KernelKey& key) const {
+  if (auto ok = check_key(key); !ok) return {false, ok.error().message};
   const Impl::Slot* s = impl_->find(key);
   if (s == nullptr || s->chosen == nullptr) return {false, impl_->unavailable_reason(key)};
   return {true, fmt::format("{} runs {}", impl_->device.str(), s->chosen->id)};
@@ -304,6 +280,7 @@ Support Runtime::supports(const KernelKey& key) const {
 
 Result<const LoadedKernel*> Runtime::kernel(const KernelKey& key) const {
   Impl::Slot* s = impl_->find(key);
+  if (s == nullptr) CUBINRT_TRY(check_key(key));  // a key of the bundle is well formed already
   if (s == nullptr || s->chosen == nullptr) return fail(Errc::unsupported, impl_->unavailable_reason(key));
   return impl_->get(*s);
 }

@@ -105,6 +105,7 @@ struct ValueLess {
 // axis, an arch or a value: all of it comes from the bundle's entries.
 std::string explain_unavailable(const Manifest& manifest, std::string_view device_name, const Arch& device,
                                 const KernelKey& key) {
+  if (key.axes.empty()) return fmt::format("{} ({}) cannot run {}: the key names no axes", device_name, Arch::from_sm(device.sm()).str(), key.family);
   const std::string primary = key.axes.empty() ? std::string() : key.axes.front().first;
   const std::string asked_primary = key.axes.empty() ? std::string() : key.axes.front().second;
   std::set<std::string> archs_for_key, archs_for_primary;

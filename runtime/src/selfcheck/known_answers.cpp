@@ -5,6 +5,7 @@
 
 #include "bundle/manifest.hpp"
 #include "common/try.hpp"
+#include "driver/context_guard.hpp"
 #include "selfcheck/known_answers.hpp"
 
 namespace cubinrt {
@@ -14,6 +15,9 @@ Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, std:
   std::map<std::string, std::vector<size_t>> by_family;
   for (size_t i = 0; i < keys.size(); ++i) by_family[keys[i].family].push_back(i);
   std::vector<KnownAnswer> answers(keys.size());
+  // Families make the device's context current to run their kernels; the caller's comes back.
+  const DriverApi& d = runtime.driver();
+  ContextGuard context = CUBINRT_TRY(ContextGuard::save(d, fmt::format("{}: known answers", runtime.device().str())));
   for (const auto& [name, indices] : by_family) {
     const Family* family = find_family(name);
     if (family == nullptr) return fail(Errc::unsupported, fmt::format("kernel family '{}' is unknown to this build of cubinrt", name));
@@ -24,6 +28,7 @@ Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, std:
       return fail(Errc::mismatch, fmt::format("family {} answered {} known answers for {} kernels", name, results.size(), batch.size()));
     for (size_t j = 0; j < indices.size(); ++j) answers[indices[j]] = results[j];
   }
+  CUBINRT_TRY(context.leave(fmt::format("{}: known answers", runtime.device().str())));
   return answers;
 }
 

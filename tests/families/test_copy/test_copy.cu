@@ -22,9 +22,8 @@ using T = typename std::conditional<CUBINRT_DTYPE == CUBINRT_DTYPE_BF16, __nv_bf
 
 #define CUBINRT_CAT2_(a, b) a##b
 #define CUBINRT_CAT_(a, b) CUBINRT_CAT2_(a, b)
-#ifdef CUBINRT_VARIANT_KEY  // the key this kernel is (the reader checks it against the manifest)
+// The key this kernel is (the reader checks it against the manifest); the unit source defines it.
 extern "C" __device__ const char CUBINRT_CAT_(cubinrt_key_, CUBINRT_KERNEL)[] = CUBINRT_VARIANT_KEY;
-#endif
 #define CUBINRT_PARAM_DECL_(type, name) , type name
 #define CUBINRT_DROP_FIRST_(first, ...) __VA_ARGS__
 #define CUBINRT_LIST_(...) CUBINRT_DROP_FIRST_(__VA_ARGS__)

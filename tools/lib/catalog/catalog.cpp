@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -52,7 +53,8 @@ struct FamilyDecl {
 
 // Every combination of the group's axis values, in the family's axis order (the last varies
 // fastest). "same_as:<axis>" takes the value of an earlier axis of the same combination.
-Status expand_group(const FamilyDecl& fam, const json& g, Catalog& catalog, std::set<std::string>& ids) {
+Status expand_group(const FamilyDecl& fam, const json& g, Catalog& catalog, std::set<std::string>& ids, std::set<std::string>& keys,
+                    std::set<std::string>& symbols) {
   for (const auto& [name, values] : g.items())
     if (name != "why" && name != "arch" && std::ranges::find(fam.axes, name) == fam.axes.end())
       return fail(Errc::corrupt_manifest, fmt::format("family {}: a group names axis '{}', which is not one of the family's axes", fam.name, name));
@@ -65,7 +67,11 @@ Status expand_group(const FamilyDecl& fam, const json& g, Catalog& catalog, std:
     lists.push_back(std::move(list));
   }
   for (const json& arch_json : g.at("arch")) {
-    const Arch arch = CUBINRT_TRY(Arch::parse(arch_json.get<std::string>()));
+    const std::string arch_text = arch_json.get<std::string>();
+    const Arch arch = CUBINRT_TRY(Arch::parse(arch_text));
+    // Unit and file names are made from the arch's text, here and in the build: one spelling.
+    if (arch.str() != arch_text)
+      return fail(Errc::corrupt_manifest, fmt::format("family {}: arch '{}' is not written as '{}'", fam.name, arch_text, arch.str()));
     std::vector<size_t> at(lists.size(), 0);
     for (;;) {
       CatalogVariant v;
@@ -98,6 +104,13 @@ Status expand_group(const FamilyDecl& fam, const json& g, Catalog& catalog, std:
       if (v.id.find('{') != std::string::npos || v.symbol.find('{') != std::string::npos)
         return fail(Errc::corrupt_manifest, fmt::format("family {}: id '{}' or symbol '{}' names an axis the family does not have", fam.name, v.id, v.symbol));
       if (!ids.insert(v.id).second) return fail(Errc::corrupt_manifest, fmt::format("variant {} is declared twice", v.id));
+      // One kernel a key and arch, one symbol a unit: an id or symbol pattern that leaves out an
+      // axis would make two variants of one name.
+      if (!keys.insert(fmt::format("{} {} {}", v.arch.str(), v.key.family, v.key.str())).second)
+        return fail(Errc::corrupt_manifest, fmt::format("family {}: key {} is declared twice for {}", fam.name, v.key.str(), v.arch.str()));
+      if (!symbols.insert(v.unit() + " " + v.symbol).second)
+        return fail(Errc::corrupt_manifest, fmt::format("family {}: symbol {} names two variants of {} (the symbol pattern must name every axis)",
+                                                        fam.name, v.symbol, v.unit()));
       catalog.variants.push_back(std::move(v));
       // Next combination: the last axis fastest.
       size_t i = lists.size();
@@ -112,7 +125,7 @@ Result<Catalog> expand(const json& doc) {
   if (doc.value("format", "") != "cubinrt-catalog" || doc.value("version", 0) != 2)
     return fail(Errc::corrupt_manifest, "not a cubinrt-catalog version 2 document");
   Catalog catalog;
-  std::set<std::string> ids;
+  std::set<std::string> ids, keys, symbols;
   for (const json& f : doc.at("families")) {
     FamilyDecl fam;
     fam.name = f.at("name");
@@ -124,7 +137,14 @@ Result<Catalog> expand(const json& doc) {
     fam.axes = f.at("axes").get<std::vector<std::string>>();
     fam.include = f.value("include", std::vector<std::string>{});
     if (fam.axes.empty()) return fail(Errc::corrupt_manifest, fmt::format("family {} declares no axes", fam.name));
-    for (const json& g : f.at("groups")) CUBINRT_TRY(expand_group(fam, g, catalog, ids));
+    // Each axis becomes the macro CUBINRT_<AXIS>: a C identifier, and none the build defines itself.
+    static const std::regex identifier("[a-z][a-z0-9_]*");
+    for (const std::string& a : fam.axes)
+      if (!std::regex_match(a, identifier) || a == "kernel" || a.starts_with("variant") || std::ranges::count(fam.axes, a) != 1)
+        return fail(Errc::corrupt_manifest, fmt::format("family {}: axis '{}' is not a lowercase identifier, is reserved (kernel, variant*) or "
+                                                        "is named twice", fam.name, a));
+    if (f.at("groups").empty()) return fail(Errc::corrupt_manifest, fmt::format("family {} has no groups", fam.name));
+    for (const json& g : f.at("groups")) CUBINRT_TRY(expand_group(fam, g, catalog, ids, keys, symbols));
   }
   return catalog;
 }

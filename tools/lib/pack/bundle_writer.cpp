@@ -38,9 +38,12 @@ Status check_family(const CatalogVariant& v) {
   const auto axes = family->axes();
   bool same = axes.size() == v.key.axes.size();
   for (size_t i = 0; same && i < axes.size(); ++i) same = axes[i] == v.key.axes[i].first;
-  if (!same)
-    return fail(Errc::mismatch, fmt::format("the catalog gives family {} the axes '{}', the family takes {} axes ({}...)", v.key.family,
-                                            v.key.str(), axes.size(), axes.empty() ? "" : axes.front()));
+  if (!same) {
+    std::string want, got;
+    for (std::string_view a : axes) want += fmt::format("{}{}", want.empty() ? "" : ", ", a);
+    for (const auto& [a, value] : v.key.axes) got += fmt::format("{}{}", got.empty() ? "" : ", ", a);
+    return fail(Errc::mismatch, fmt::format("the catalog gives family {} the axes {}, the family's are {}", v.key.family, got, want));
+  }
   return {};
 }
 
@@ -49,9 +52,8 @@ Result<ManifestEntry> describe(const CatalogVariant& v, const CubinInfo& info) {
     return fail(Errc::mismatch, fmt::format("the catalog declares {}, the cubin is built for {}", v.arch.str(), info.arch.str()));
   const KernelInfo* k = info.kernel(v.symbol);
   if (k == nullptr) return fail(Errc::mismatch, fmt::format("the cubin defines no kernel '{}'", v.symbol));
-  CUBINRT_TRY(check_family(v));
-  // Every kernel of a many-kernel cubin states its key; it must be this variant's.
-  if ((info.kernels.size() > 1 || !k->key.empty()) && k->key != v.key.str())
+  // Every kernel states its key (the unit source defines it); it must be this variant's.
+  if (k->key != v.key.str())
     return fail(Errc::mismatch, fmt::format("kernel '{}' states the key '{}', the catalog's variant is '{}'", k->name,
                                             k->key.empty() ? "(none)" : k->key, v.key.str()));
   const AbiLayout* abi = CUBINRT_TRY(find_abi(v.key.family, v.abi_name, v.abi_version));
@@ -85,6 +87,7 @@ Result<std::vector<std::byte>> pack_bundle(const Catalog& catalog, const PackOpt
   Manifest manifest;
   std::vector<const Cubin*> of_entry;
   for (const CatalogVariant& v : catalog.variants) {
+    if (auto ok = check_family(v); !ok) return std::unexpected(std::move(ok).error().context(fmt::format("catalog variant {}", v.id)));
     std::filesystem::path path = options.cubin_dir / (v.id + ".cubin");
     if (std::error_code ec; !std::filesystem::exists(path, ec)) path = options.cubin_dir / (v.unit() + ".cubin");
     auto& file = files[path];

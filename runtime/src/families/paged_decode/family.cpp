@@ -28,7 +28,7 @@ class PagedDecode final : public Family {
   std::span<const std::string_view> axes() const override { return kAxes; }
   std::span<const AbiLayout* const> abis() const override { return abis_; }
   Result<std::vector<KnownAnswer>> known_answers(const Runtime& runtime, std::span<const KernelKey> keys) const override {
-    return known_answer_tests(runtime, keys);
+    return paged_decode::known_answer_tests(runtime, keys);
   }
 
  private:

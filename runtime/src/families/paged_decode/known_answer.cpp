@@ -12,7 +12,7 @@
 #include "families/paged_decode/known_answer.hpp"
 #include "families/paged_decode/planner.hpp"
 
-namespace cubinrt {
+namespace cubinrt::paged_decode {
 
 namespace {
 
@@ -69,7 +69,7 @@ Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const st
   }
   CUBINRT_TRY(runtime.bind_context());
   const DeviceMemory memory =
-      CUBINRT_TRY(DeviceMemory::allocate(d, std::max<size_t>(at, 256), fmt::format("{} bytes for {} problems", at, problems.size())));
+      CUBINRT_TRY(DeviceMemory::allocate(d, std::max<size_t>(at, 256), fmt::format("{}: {} bytes for {} paged decode known-answer problems", runtime.device().str(), at, problems.size())));
   const CUdeviceptr arena = memory.get();
   CUBINRT_TRY(d.check(d.cuMemcpyHtoD(arena, staging.data(), at), "cuMemcpyHtoD", "problem inputs"));
   auto dev = [&](size_t off) { return reinterpret_cast<void*>(arena + off); };
@@ -132,15 +132,6 @@ Result<ref::Problem> known_answer_problem(const KernelKey& key) {
 
 }  // namespace
 
-Result<uint32_t> axis_number(const KernelKey& key, std::string_view axis) {
-  const std::string_view text = key.axis(axis);
-  uint32_t n = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-    return fail(Errc::invalid_argument, fmt::format("{} key '{}': axis {} is not a number", key.family, key.str(), axis));
-  return n;
-}
-
 Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, std::span<const KernelKey> keys,
                                                     std::optional<Dtype> reference_kv_as) {
   std::vector<ref::Problem> problems;
@@ -152,7 +143,7 @@ Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, std:
   const auto results = CUBINRT_TRY(run_on_device(runtime, ptrs, std::nullopt, /*num_splits=*/2, SplitMerge::workspace));
   const bool cluster = std::ranges::all_of(keys, [&](const KernelKey& key) {
     const ManifestEntry* e = runtime.selected(key);
-    return e && paged_decode::supports_cluster_merge(runtime.device(), *e);
+    return e && supports_cluster_merge(runtime.device(), *e);
   });
   std::vector<DeviceResult> clustered;
   if (cluster) clustered = CUBINRT_TRY(run_on_device(runtime, ptrs, std::nullopt, /*num_splits=*/2, SplitMerge::cluster));
@@ -176,4 +167,4 @@ Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, std:
   return answers;
 }
 
-}  // namespace cubinrt
+}  // namespace cubinrt::paged_decode

@@ -9,7 +9,7 @@
 #include "families/paged_decode/reference.hpp"
 #include "family/family.hpp"
 
-namespace cubinrt {
+namespace cubinrt::paged_decode {
 
 // The result of one kernel on a problem, read back from the device.
 struct DeviceResult {
@@ -32,7 +32,4 @@ Result<DeviceResult> run_on_device(const Runtime& runtime, const ref::Problem& p
 Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, std::span<const KernelKey> keys,
                                                     std::optional<Dtype> reference_kv_as = std::nullopt);
 
-// A numeric axis of a key ("head_dim"), or why it is not one.
-Result<uint32_t> axis_number(const KernelKey& key, std::string_view axis);
-
-}  // namespace cubinrt
+}  // namespace cubinrt::paged_decode
