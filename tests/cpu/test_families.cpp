@@ -9,7 +9,7 @@
 #include "bundle/verify.hpp"
 #include "catalog/catalog.hpp"
 #include "cubinrt/selfcheck.hpp"
-#include "families/paged_decode/reference.hpp"
+#include "common/encodings.hpp"
 #include "family/family.hpp"
 #include "pack/pack.hpp"
 #include "support/fake_driver.hpp"
@@ -33,7 +33,7 @@ void emulate_copy(bool correct) {
     const Dtype dtype = r.kernel.find("bf16") != std::string::npos ? Dtype::bf16 : Dtype::fp16;
     const auto* x = static_cast<const uint16_t*>(p.x);
     auto* y = static_cast<uint16_t*>(p.y);
-    for (int64_t i = 0; i < p.n; ++i) y[i] = correct ? ref::encode16(dtype, static_cast<float>(2 * ref::decode(dtype, x[i]))) : x[i];
+    for (int64_t i = 0; i < p.n; ++i) y[i] = correct ? encode_float16(dtype, static_cast<float>(2 * element_value(dtype, x[i]))) : x[i];
   };
 }
 

@@ -10,32 +10,32 @@ namespace cubinrt::test {
 namespace {
 
 TEST(Reference, Fp8DecodesExactly) {
-  EXPECT_EQ(ref::decode(Dtype::fp8_e4m3, 0x7e), 448.0);
-  EXPECT_TRUE(std::isnan(ref::decode(Dtype::fp8_e4m3, 0x7f)));
-  EXPECT_EQ(ref::decode(Dtype::fp8_e4m3, 0x01), std::ldexp(1.0, -9));
-  EXPECT_EQ(ref::decode(Dtype::fp8_e4m3, 0x38), 1.0);
-  EXPECT_EQ(ref::decode(Dtype::fp8_e4m3, 0xc0), -2.0);
-  EXPECT_EQ(ref::decode(Dtype::fp8_e5m2, 0x7b), 57344.0);
-  EXPECT_TRUE(std::isinf(ref::decode(Dtype::fp8_e5m2, 0x7c)));
-  EXPECT_EQ(ref::decode(Dtype::fp8_e5m2, 0x3c), 1.0);
-  EXPECT_EQ(ref::decode(Dtype::fp8_e5m2, 0x01), std::ldexp(1.0, -16));
+  EXPECT_EQ(element_value(Dtype::fp8_e4m3, 0x7e), 448.0);
+  EXPECT_TRUE(std::isnan(element_value(Dtype::fp8_e4m3, 0x7f)));
+  EXPECT_EQ(element_value(Dtype::fp8_e4m3, 0x01), std::ldexp(1.0, -9));
+  EXPECT_EQ(element_value(Dtype::fp8_e4m3, 0x38), 1.0);
+  EXPECT_EQ(element_value(Dtype::fp8_e4m3, 0xc0), -2.0);
+  EXPECT_EQ(element_value(Dtype::fp8_e5m2, 0x7b), 57344.0);
+  EXPECT_TRUE(std::isinf(element_value(Dtype::fp8_e5m2, 0x7c)));
+  EXPECT_EQ(element_value(Dtype::fp8_e5m2, 0x3c), 1.0);
+  EXPECT_EQ(element_value(Dtype::fp8_e5m2, 0x01), std::ldexp(1.0, -16));
   // The same byte is a different number in each encoding.
-  EXPECT_EQ(ref::decode(Dtype::fp8_e4m3, 0x44), 3.0);
-  EXPECT_EQ(ref::decode(Dtype::fp8_e5m2, 0x44), 4.0);
+  EXPECT_EQ(element_value(Dtype::fp8_e4m3, 0x44), 3.0);
+  EXPECT_EQ(element_value(Dtype::fp8_e5m2, 0x44), 4.0);
 }
 
 TEST(Reference, SixteenBitRoundTripsEveryCode) {
   for (Dtype d : {Dtype::fp16, Dtype::bf16})
     for (uint32_t c = 0; c < 65536; ++c) {
-      const double x = ref::decode(d, static_cast<uint16_t>(c));
+      const double x = element_value(d, static_cast<uint16_t>(c));
       if (std::isnan(x)) continue;
-      ASSERT_EQ(ref::encode16(d, static_cast<float>(x)), c) << dtype_name(d) << " code " << c;
+      ASSERT_EQ(encode_float16(d, static_cast<float>(x)), c) << dtype_name(d) << " code " << c;
     }
   // Round half to even.
-  EXPECT_EQ(ref::encode16(Dtype::fp16, 1.0f + std::ldexp(1.0f, -11)), 0x3c00);
-  EXPECT_EQ(ref::encode16(Dtype::fp16, 1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
-  EXPECT_EQ(ref::encode16(Dtype::bf16, 1.0f + std::ldexp(1.0f, -8)), 0x3f80);
-  EXPECT_EQ(ref::encode16(Dtype::fp16, 70000.f), 0x7c00);
+  EXPECT_EQ(encode_float16(Dtype::fp16, 1.0f + std::ldexp(1.0f, -11)), 0x3c00);
+  EXPECT_EQ(encode_float16(Dtype::fp16, 1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
+  EXPECT_EQ(encode_float16(Dtype::bf16, 1.0f + std::ldexp(1.0f, -8)), 0x3f80);
+  EXPECT_EQ(encode_float16(Dtype::fp16, 70000.f), 0x7c00);
 }
 
 TEST(Reference, SolveMatchesAttentionByHand) {
@@ -47,7 +47,7 @@ TEST(Reference, SolveMatchesAttentionByHand) {
   auto at = [](const std::vector<uint8_t>& v, size_t i) {
     uint16_t x;
     std::memcpy(&x, v.data() + 2 * i, 2);
-    return ref::decode(Dtype::bf16, x);
+    return element_value(Dtype::bf16, x);
   };
   std::vector<double> w(17);
   double mx = -INFINITY, sum = 0;

@@ -11,7 +11,7 @@
 #include "common/try.hpp"
 #include "cubinrt/runtime.hpp"
 #include "driver/device_memory.hpp"
-#include "families/paged_decode/reference.hpp"
+#include "common/encodings.hpp"
 #include "family/family.hpp"
 #include "loader/loaded_kernel.hpp"
 #include "test_copy_abi.h"
@@ -42,8 +42,8 @@ Result<KnownAnswer> run_one(const Runtime& runtime, const KernelKey& key) {
   std::uniform_real_distribution<float> unit(-1.f, 1.f);
   std::vector<uint16_t> x(kElements), y(kElements, 0xffff), want(kElements);
   for (int64_t i = 0; i < kElements; ++i) {
-    x[i] = ref::encode16(dtype, unit(rng));
-    want[i] = ref::encode16(dtype, static_cast<float>(2 * ref::decode(dtype, x[i])));
+    x[i] = encode_float16(dtype, unit(rng));
+    want[i] = encode_float16(dtype, static_cast<float>(2 * element_value(dtype, x[i])));
   }
   const DriverApi& d = runtime.driver();
   CUBINRT_TRY(runtime.bind_context());

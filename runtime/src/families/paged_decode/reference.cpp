@@ -11,16 +11,6 @@ namespace cubinrt::ref {
 
 namespace {
 
-double fp8(uint8_t b, int exp_bits, int man_bits, int bias, bool e4m3) {
-  const int sign = b >> 7;
-  const int e = (b >> man_bits) & ((1 << exp_bits) - 1);
-  const int m = b & ((1 << man_bits) - 1);
-  if (e4m3 && e == 15 && m == 7) return NAN;
-  if (!e4m3 && e == 31) return m == 0 ? (sign ? -INFINITY : INFINITY) : NAN;
-  const double mag = e == 0 ? std::ldexp(m, 1 - bias - man_bits) : std::ldexp((1 << man_bits) + m, e - bias - man_bits);
-  return sign ? -mag : mag;
-}
-
 size_t bytes_of(Dtype d) { return dtype_bits(d) / 8; }
 
 // splitmix64: reproducible, and fast enough to fill the self-check's problems at start-up.
@@ -43,7 +33,7 @@ struct SplitMix {
 const std::vector<double>& code_table(Dtype d) {
   static const auto make = [](Dtype t) {
     std::vector<double> v(dtype_bits(t) == 8 ? 256 : 65536);
-    for (size_t c = 0; c < v.size(); ++c) v[c] = decode(t, static_cast<uint16_t>(c));
+    for (size_t c = 0; c < v.size(); ++c) v[c] = element_value(t, static_cast<uint16_t>(c));
     return v;
   };
   static const std::vector<double> fp16 = make(Dtype::fp16), bf16 = make(Dtype::bf16), e4m3 = make(Dtype::fp8_e4m3),
@@ -58,45 +48,6 @@ uint16_t load16(const std::vector<uint8_t>& v, size_t i) {
 }
 
 }  // namespace
-
-double decode(Dtype d, uint16_t bits) {
-  switch (d) {
-    case Dtype::bf16: {
-      const uint32_t w = uint32_t{bits} << 16;
-      return std::bit_cast<float>(w);
-    }
-    case Dtype::fp16: {
-      const int sign = bits >> 15, e = (bits >> 10) & 31, m = bits & 1023;
-      if (e == 31) return m ? NAN : (sign ? -INFINITY : INFINITY);
-      const double mag = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
-      return sign ? -mag : mag;
-    }
-    case Dtype::fp8_e4m3: return fp8(static_cast<uint8_t>(bits), 4, 3, 7, true);
-    case Dtype::fp8_e5m2: return fp8(static_cast<uint8_t>(bits), 5, 2, 15, false);
-    default: return NAN;
-  }
-}
-
-uint16_t encode16(Dtype d, float value) {
-  if (d == Dtype::bf16) {
-    const uint32_t w = std::bit_cast<uint32_t>(value);
-    if (std::isnan(value)) return 0x7fc0;
-    return static_cast<uint16_t>((w + 0x7fff + ((w >> 16) & 1)) >> 16);
-  }
-  // fp16, rounding half to even (nearbyint in the default rounding mode).
-  const uint16_t sign = std::signbit(value) ? 0x8000 : 0;
-  if (std::isnan(value)) return 0x7e00;
-  if (std::isinf(value)) return sign | 0x7c00;
-  const double a = std::fabs(static_cast<double>(value));
-  if (a < std::ldexp(1.0, -14)) return sign | static_cast<uint16_t>(std::nearbyint(a / std::ldexp(1.0, -24)));  // 1024 = min normal
-  int e = 0;
-  std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1): unbiased exponent e - 1
-  int ue = e - 1;
-  int mant = static_cast<int>(std::nearbyint(a / std::ldexp(1.0, ue - 10)));  // 1024..2048
-  if (mant == 2048) mant = 1024, ++ue;
-  if (ue + 15 >= 31) return sign | 0x7c00;
-  return sign | static_cast<uint16_t>(((ue + 15) << 10) | (mant - 1024));
-}
 
 Problem make_problem(const DecodeShape& s, Dtype kv_dtype, std::vector<int32_t> seq_lens, uint64_t seed) {
   Problem p;
@@ -122,14 +73,14 @@ Problem make_problem(const DecodeShape& s, Dtype kv_dtype, std::vector<int32_t> 
   auto fill16 = [&](std::vector<uint8_t>& v, size_t n, Dtype d) {
     v.resize(2 * n);
     for (size_t i = 0; i < n; ++i) {
-      const uint16_t bits = encode16(d, rng.unit());
+      const uint16_t bits = encode_float16(d, rng.unit());
       std::memcpy(v.data() + 2 * i, &bits, 2);
     }
   };
   static const std::vector<uint8_t> fp8_codes = [] {
     std::vector<uint8_t> codes;  // finite, non-zero and below 4 in both encodings
     for (int b = 0; b < 256; ++b) {
-      const double x = decode(Dtype::fp8_e4m3, static_cast<uint16_t>(b)), y = decode(Dtype::fp8_e5m2, static_cast<uint16_t>(b));
+      const double x = element_value(Dtype::fp8_e4m3, static_cast<uint16_t>(b)), y = element_value(Dtype::fp8_e5m2, static_cast<uint16_t>(b));
       if (std::isfinite(x) && std::isfinite(y) && x != 0 && std::fabs(x) < 4 && std::fabs(y) < 4) codes.push_back(static_cast<uint8_t>(b));
     }
     return codes;
@@ -198,7 +149,7 @@ Answer solve(const Problem& p, Dtype kv_as) {
 
 double rel_l2(Dtype q_dtype, const std::vector<uint8_t>& got, const std::vector<double>& want) {
   std::vector<float> g(want.size());
-  for (size_t i = 0; i < want.size(); ++i) g[i] = static_cast<float>(decode(q_dtype, load16(got, i)));
+  for (size_t i = 0; i < want.size(); ++i) g[i] = static_cast<float>(element_value(q_dtype, load16(got, i)));
   return rel_l2(g, want);
 }
 

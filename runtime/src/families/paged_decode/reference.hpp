@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "cubinrt/paged_decode.hpp"
+#include "common/encodings.hpp"
 #include "cubinrt/types.hpp"
 
 namespace cubinrt::ref {
 
-// The exact value of an encoded element (16-bit: bits; FP8: the low byte). NaN for NaN codes.
-double decode(Dtype dtype, uint16_t bits);
-// Round-to-nearest-even encoding of a 16-bit float (fp16 or bf16).
-uint16_t encode16(Dtype dtype, float value);
+// Element encodings: cubinrt::element_value and encode_float16 (common/encodings.hpp).
+using cubinrt::element_value;
+using cubinrt::encode_float16;
 
 // A complete decode problem in host memory, elements stored as their encodings.
 struct Problem {
