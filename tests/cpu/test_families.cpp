@@ -101,12 +101,17 @@ TEST(Families, RuntimeSelectsAndLoadsItsKernelsFromOneLibrary) {
   EXPECT_EQ(no.reason, "NVIDIA H200 (sm_90) cannot run test_copy dtype=fp16 vector=8: the bundle builds dtype=fp16 for sm_80 and sm_90 but not with vector=8");
 }
 
-TEST(Families, SelfCheckRunsItsKnownAnswer) {
+// The self-check of the test_copy bundle on an emulated A100, its kernel run on the host.
+SelfCheckReport copy_selfcheck(bool correct_kernel) {
   SelfCheckOptions o;
   o.runtime.driver = make_fake_driver({a100()});
   o.runtime.bundle = copy_bundle();
-  emulate_copy(/*correct=*/true);
-  const SelfCheckReport r = run_selfcheck(o);
+  emulate_copy(correct_kernel);
+  return run_selfcheck(o);
+}
+
+TEST(Families, SelfCheckRunsItsKnownAnswer) {
+  const SelfCheckReport r = copy_selfcheck(/*correct_kernel=*/true);
   EXPECT_TRUE(r.passed);
   ASSERT_EQ(r.steps.back().name, "known-answer");
   EXPECT_EQ(r.steps.back().detail, "4 kernels matched the float64 reference; worst error 0.00 of its tolerance");
@@ -114,11 +119,7 @@ TEST(Families, SelfCheckRunsItsKnownAnswer) {
 }
 
 TEST(Families, SelfCheckFailsAWrongKernelByName) {
-  SelfCheckOptions o;
-  o.runtime.driver = make_fake_driver({a100()});
-  o.runtime.bundle = copy_bundle();
-  emulate_copy(/*correct=*/false);
-  const SelfCheckReport r = run_selfcheck(o);
+  const SelfCheckReport r = copy_selfcheck(/*correct_kernel=*/false);
   EXPECT_FALSE(r.passed);
   ASSERT_EQ(r.steps.back().name, "known-answer");
   EXPECT_EQ(r.steps.back().status, StepStatus::fail);

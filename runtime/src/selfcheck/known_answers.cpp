@@ -17,7 +17,8 @@ Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, std:
   std::vector<KnownAnswer> answers(keys.size());
   // Families make the device's context current to run their kernels; the caller's comes back.
   const DriverApi& d = runtime.driver();
-  ContextGuard context = CUBINRT_TRY(ContextGuard::save(d, fmt::format("{}: known answers", runtime.device().str())));
+  const std::string what = fmt::format("{}: known answers", runtime.device().str());
+  ContextGuard context = CUBINRT_TRY(ContextGuard::save(d, what));
   for (const auto& [name, indices] : by_family) {
     const Family* family = find_family(name);
     if (family == nullptr) return fail(Errc::unsupported, fmt::format("kernel family '{}' is unknown to this build of cubinrt", name));
@@ -28,7 +29,7 @@ Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, std:
       return fail(Errc::mismatch, fmt::format("family {} answered {} known answers for {} kernels", name, results.size(), batch.size()));
     for (size_t j = 0; j < indices.size(); ++j) answers[indices[j]] = results[j];
   }
-  CUBINRT_TRY(context.leave(fmt::format("{}: known answers", runtime.device().str())));
+  CUBINRT_TRY(context.leave(what));
   return answers;
 }
 

@@ -96,7 +96,6 @@ SelfCheckReport run_selfcheck(const SelfCheckOptions& o) {
 
   // 4. Static: sha256, decompression, ELF rules, manifest vs cubin, ABI layout.
   t = Clock::now();
-  size_t checked = 0;
   std::vector<std::string> failures;
   std::vector<const ManifestEntry*> to_check;
   if (runtime) {
@@ -104,7 +103,7 @@ SelfCheckReport run_selfcheck(const SelfCheckOptions& o) {
   } else {
     for (const ManifestEntry& e : bundle->manifest().entries) to_check.push_back(&e);
   }
-  checked = to_check.size();
+  const size_t checked = to_check.size();
   for (const VerifyFailure& f : verify_entries(*bundle, to_check)) failures.push_back(f.message);
   if (!failures.empty())
     return step("static", StepStatus::fail, fmt::format("{} of {} kernels failed; first: {}", failures.size(), checked, failures.front()), t), finish(false);

@@ -31,22 +31,6 @@ void put(std::vector<std::byte>& out, size_t at, T value) {
   std::memcpy(out.data() + at, &value, sizeof value);
 }
 
-// The family this build knows by that name, taking exactly the variant's axes.
-Status check_family(const CatalogVariant& v) {
-  const Family* family = find_family(v.key.family);
-  if (family == nullptr) return std::unexpected(find_abi(v.key.family, v.abi_name, v.abi_version).error());  // names the known families
-  const auto axes = family->axes();
-  bool same = axes.size() == v.key.axes.size();
-  for (size_t i = 0; same && i < axes.size(); ++i) same = axes[i] == v.key.axes[i].first;
-  if (!same) {
-    std::string want, got;
-    for (std::string_view a : axes) want += fmt::format("{}{}", want.empty() ? "" : ", ", a);
-    for (const auto& [a, value] : v.key.axes) got += fmt::format("{}{}", got.empty() ? "" : ", ", a);
-    return fail(Errc::mismatch, fmt::format("the catalog gives family {} the axes {}, the family's are {}", v.key.family, got, want));
-  }
-  return {};
-}
-
 Result<ManifestEntry> describe(const CatalogVariant& v, const CubinInfo& info) {
   if (!(info.arch == v.arch))
     return fail(Errc::mismatch, fmt::format("the catalog declares {}, the cubin is built for {}", v.arch.str(), info.arch.str()));
@@ -87,7 +71,8 @@ Result<std::vector<std::byte>> pack_bundle(const Catalog& catalog, const PackOpt
   Manifest manifest;
   std::vector<const Cubin*> of_entry;
   for (const CatalogVariant& v : catalog.variants) {
-    if (auto ok = check_family(v); !ok) return std::unexpected(std::move(ok).error().context(fmt::format("catalog variant {}", v.id)));
+    // A family this build knows, taking exactly the variant's axes (the runtime's own key check).
+    if (auto ok = check_key(v.key); !ok) return std::unexpected(std::move(ok).error().context(fmt::format("catalog variant {}", v.id)));
     std::filesystem::path path = options.cubin_dir / (v.id + ".cubin");
     if (std::error_code ec; !std::filesystem::exists(path, ec)) path = options.cubin_dir / (v.unit() + ".cubin");
     auto& file = files[path];
