@@ -87,24 +87,30 @@ union BlockShared {
 // The split-KV workspace: every split's normalised output [batch, num_q_heads, splits, D], then
 // every split's LSE in log2 units [batch, num_q_heads, splits] (the host sizes it; only the
 // kernel reads it, so its layout is the kernel's own).
-__device__ __forceinline__ float* split_out(const CubinrtPagedDecodeParamsV1& p, int b, int qh) {
+__device__ __forceinline__ float* split_out(const CubinrtPagedDecodeParamsV2& p, int b, int qh) {
   return p.partial + (static_cast<int64_t>(b) * p.num_q_heads + qh) * p.num_splits * kHeadDim;
 }
-__device__ __forceinline__ float* split_lse(const CubinrtPagedDecodeParamsV1& p, int b, int qh) {
+__device__ __forceinline__ float* split_lse(const CubinrtPagedDecodeParamsV2& p, int b, int qh) {
   return p.partial + static_cast<int64_t>(p.batch) * p.num_q_heads * p.num_splits * kHeadDim +
          (static_cast<int64_t>(b) * p.num_q_heads + qh) * p.num_splits;
 }
 
 // Dims d..d+3 of q head qh's output row of sequence b, in q's dtype.
-__device__ __forceinline__ void store_out4(const CubinrtPagedDecodeParamsV1& p, int b, int qh, int d, float4 v) {
+__device__ __forceinline__ void store_out4(const CubinrtPagedDecodeParamsV2& p, int b, int qh, int d, float4 v) {
   QType* dst = static_cast<QType*>(p.out) + b * p.out_stride_batch + qh * p.out_stride_head + d;
-  // One 8-byte store: out rows are 16-byte aligned (the dispatcher checks out) and d % 4 == 0.
+  // One 8-byte store: out rows are 8-byte aligned (the dispatcher checks out's pointer and strides)
+  // and d % 4 == 0.
   *reinterpret_cast<uint2*>(dst) = make_uint2(bits2<QType>(v.x, v.y), bits2<QType>(v.z, v.w));
+}
+
+// Where q head qh of sequence b keeps its LSE (the caller's strides, in floats).
+__device__ __forceinline__ float* lse_at(const CubinrtPagedDecodeParamsV2& p, int b, int qh) {
+  return p.lse + b * p.lse_stride_batch + qh * p.lse_stride_head;
 }
 
 // Merges every split's output and LSE into out and lse. Each split's weight is computed once per
 // head (not once per dim); each thread sums whole float4s of dims with many loads in flight.
-__device__ void merge_splits(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, MergeScratch& s) {
+__device__ void merge_splits(const CubinrtPagedDecodeParamsV2& p, const BlockWork& w, MergeScratch& s) {
   static_assert(kWarps >= kGroup, "a warp a head");
   constexpr int kVecsPerHead = kHeadDim / 4;
   constexpr int kPerThread = (kGroup * kVecsPerHead + kThreads - 1) / kThreads;
@@ -151,7 +157,7 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV1& p, const BlockWor
     const int qh = w.head0 + h;
     const float l = s.sum[h], inv = l > 0.f ? 1.f / l : 0.f;
     store_out4(p, w.b, qh, d, make_float4(o[it].x * inv, o[it].y * inv, o[it].z * inv, o[it].w * inv));
-    if (p.lse != nullptr && d == 0) p.lse[w.b * p.num_q_heads + qh] = l > 0.f ? (s.max[h] + log2f(l)) / kLog2e : -INFINITY;
+    if (p.lse != nullptr && d == 0) *lse_at(p, w.b, qh) = l > 0.f ? (s.max[h] + log2f(l)) / kLog2e : -INFINITY;
   }
 }
 
@@ -168,7 +174,7 @@ __device__ __forceinline__ unsigned cluster_blocks() {
 // The cluster's blocks are the splits of one (sequence, head chunk). Each reads every block's
 // share of its part of the output dims through distributed shared memory and writes the merged
 // result; no block leaves while another may still read its shared memory.
-__device__ void merge_cluster(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, const ClusterShare& mine) {
+__device__ void merge_cluster(const CubinrtPagedDecodeParamsV2& p, const BlockWork& w, const ClusterShare& mine) {
 #if __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
@@ -192,7 +198,7 @@ __device__ void merge_cluster(const CubinrtPagedDecodeParamsV1& p, const BlockWo
     const float inv = 1.f / l;  // the largest LSE's block weighs 1
     const int qh = w.head0 + h;
     store_out4(p, w.b, qh, d, make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
-    if (p.lse != nullptr && d == 0) p.lse[w.b * p.num_q_heads + qh] = (m + log2f(l)) / kLog2e;
+    if (p.lse != nullptr && d == 0) *lse_at(p, w.b, qh) = (m + log2f(l)) / kLog2e;
   }
   cluster.sync();
 #endif
@@ -236,7 +242,7 @@ __device__ __forceinline__ unsigned long long global_ns() {
 }
 #endif
 
-__device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
+__device__ void paged_decode_block(const CubinrtPagedDecodeParamsV2& p) {
 #ifdef CUBINRT_TRACE
   const unsigned long long trace_ns = global_ns();
   const long long trace_c0 = clock64();
@@ -307,7 +313,7 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV1& p) {
       if (d == 0) s.block.share.lse2[h] = lse2;
     } else if (num_splits == 1) {
       store_out4(p, b, qh, d, o);
-      if (p.lse != nullptr && d == 0) p.lse[b * p.num_q_heads + qh] = lse2 / kLog2e;
+      if (p.lse != nullptr && d == 0) *lse_at(p, b, qh) = lse2 / kLog2e;
     } else {
       *reinterpret_cast<float4*>(split_out(p, b, qh) + static_cast<int64_t>(split) * kHeadDim + d) = o;
       if (d == 0) split_lse(p, b, qh)[split] = lse2;
@@ -353,8 +359,8 @@ constexpr int kMinBlocks = CUBINRT_MIN_BLOCKS;
 constexpr int kMinBlocks = loop::kMinBlocks;
 #endif
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
-CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_PARAM_DECL_))) {
-  const CubinrtPagedDecodeParamsV1 p = {CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_PARAM_NAME_))};
+CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V2_FIELDS(CUBINRT_PARAM_DECL_))) {
+  const CubinrtPagedDecodeParamsV2 p = {CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V2_FIELDS(CUBINRT_PARAM_NAME_))};
   paged_decode_block(p);
 }
 #undef CUBINRT_PARAM_DECL_

@@ -74,7 +74,7 @@ __device__ __forceinline__ void merge_state(float& m, float& l, float* acc, floa
 // Nothing is staged in shared memory: loads go straight to registers.
 struct Staging {};
 
-__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV1& p, const BlockWork& w, Staging&, WarpPartials& out) {
+__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV2& p, const BlockWork& w, Staging&, WarpPartials& out) {
   const int slot = w.lane / kLanesPerToken, lane_d = w.lane % kLanesPerToken;
   // The lane's dims: load j covers [d0 + j * kLanesPerToken * kVec, + kVec).
   const int d0 = lane_d * kVec;

@@ -111,7 +111,7 @@ TEST(Cli, ListAndShow) {
   for (const auto& k : doc["cubin"]["kernels"])
     if (k["name"] == "cubinrt_paged_decode_hd64_fp16_fp8_e5m2_p32") {
       found = true;
-      EXPECT_EQ(k["params"].size(), 25u);
+      EXPECT_EQ(k["params"].size(), 27u);
     }
   EXPECT_TRUE(found);
   const CliRun f = cli("--json show " + std::string(CUBINRT_TEST_BINARY_DIR) + "/probe/probe.speed.fatbin");

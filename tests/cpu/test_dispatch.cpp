@@ -91,8 +91,8 @@ TEST_F(Dispatch, LaunchHandsTheDriverTheAbiStruct) {
   EXPECT_EQ(r.config.gridDimY, 8u);  // one block per kv head: 4 q heads per kv head fit one chunk
   EXPECT_EQ(r.config.gridDimZ, static_cast<unsigned>(plan->num_splits()));
   EXPECT_EQ(r.config.blockDimX, plan->kernel().entry->max_threads);  // the kernel's launch bound, as the manifest records it
-  ASSERT_EQ(r.params.size(), offsetof(CubinrtPagedDecodeParamsV1, pages_per_split) + sizeof(int32_t));
-  CubinrtPagedDecodeParamsV1 p{};
+  ASSERT_EQ(r.params.size(), offsetof(CubinrtPagedDecodeParamsV2, lse_stride_head) + sizeof(int64_t));
+  CubinrtPagedDecodeParamsV2 p{};
   std::memcpy(&p, r.params.data(), r.params.size());
   EXPECT_EQ(p.k_cache, k);
   EXPECT_EQ(p.v_cache, v);
@@ -176,7 +176,8 @@ TEST_F(Dispatch, BadArgumentsAreRefusedBeforeLaunch) {
   EXPECT_EQ(plan->launch(a, nullptr).error().message, "paged decode launch: q, kv.k, kv.v, block_table, seq_lens and out must all be non-null");
   a = args(*plan);
   a.out = out + 2;
-  EXPECT_EQ(plan->launch(a, nullptr).error().message, "paged decode launch: q, kv.k, kv.v and out must be 16-byte aligned");
+  EXPECT_NE(plan->launch(a, nullptr).error().message.find("paged decode launch: out at 0x"), std::string::npos);
+  EXPECT_NE(plan->launch(a, nullptr).error().message.find(" is not 8-byte aligned (the kernels access it 8 bytes at a time)"), std::string::npos);
   a = args(*plan);
   a.kv.declared = Dtype::fp8_e5m2;
   EXPECT_EQ(plan->launch(a, nullptr).error().message,
@@ -187,6 +188,98 @@ TEST_F(Dispatch, BadArgumentsAreRefusedBeforeLaunch) {
   a = args(*plan);
   a.kv.page_size = 32;
   EXPECT_EQ(plan->launch(a, nullptr).error().code, Errc::invalid_argument);
+  EXPECT_TRUE(fake_state().launches.empty());
+}
+
+// vLLM's heads-first one-tensor cache [pages, 2, kv_heads, page_size, D] (K and V are views of it),
+// q sliced from a fused QKV projection, out padded, lse transposed: all reach the kernel as given.
+TEST_F(Dispatch, StridedViewsReachTheKernelAsGiven) {
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  DecodeArgs a = args(*plan);
+  const int64_t page = 2 * 8 * 16 * 128;  // [2, kv_heads, page_size, D] per page
+  a.kv.k_strides = a.kv.v_strides = {page, 128, 16 * 128};
+  a.kv.v = k + 16;  // a real cache would have V 8*16*128 elements after K; the kernel is not run here
+  a.q_strides = {(32 + 2 * 8) * 128, 128};
+  a.out_strides = {32 * 136, 136};
+  alignas(16) float lse[4];
+  a.lse = lse;
+  a.lse_strides = {1, 3};
+  CUBINRT_ASSERT_OK(plan->launch(a, nullptr));
+  ASSERT_EQ(fake_state().launches.size(), 1u);
+  CubinrtPagedDecodeParamsV2 p{};
+  std::memcpy(&p, fake_state().launches[0].params.data(), fake_state().launches[0].params.size());
+  EXPECT_EQ(p.v_cache, k + 16);
+  EXPECT_EQ(p.kv_stride_page, page);
+  EXPECT_EQ(p.kv_stride_token, 128);
+  EXPECT_EQ(p.kv_stride_head, 16 * 128);
+  EXPECT_EQ(p.q_stride_batch, 48 * 128);
+  EXPECT_EQ(p.q_stride_head, 128);
+  EXPECT_EQ(p.out_stride_batch, 32 * 136);
+  EXPECT_EQ(p.out_stride_head, 136);
+  EXPECT_EQ(p.lse_stride_batch, 1);
+  EXPECT_EQ(p.lse_stride_head, 3);
+}
+
+// Zero strides mean contiguous, in the layout the descriptor names; a dimension of extent 1 may
+// have any stride (torch gives such dimensions arbitrary ones), and the kernel gets 0 for it.
+TEST_F(Dispatch, ContiguousDefaultsAndExtentOneDimensions) {
+  shape.batch = 1;
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  DecodeArgs a = args(*plan);
+  a.q_strides = {7, 128};  // batch 1: never stepped over
+  alignas(16) float lse[32];
+  a.lse = lse;
+  CUBINRT_ASSERT_OK(plan->launch(a, nullptr));
+  CubinrtPagedDecodeParamsV2 p{};
+  std::memcpy(&p, fake_state().launches[0].params.data(), fake_state().launches[0].params.size());
+  EXPECT_EQ(p.q_stride_batch, 0);
+  EXPECT_EQ(p.q_stride_head, 128);
+  EXPECT_EQ(p.out_stride_head, 128);
+  EXPECT_EQ(p.lse_stride_head, 1);
+  EXPECT_EQ(p.kv_stride_page, 8 * 16 * 128);  // HND: [pages, heads, page_size, D]
+  EXPECT_EQ(p.kv_stride_token, 128);
+}
+
+// Each refusal names the tensor, the dimension and the stride, and nothing is launched.
+TEST_F(Dispatch, StridesThatBreakTheKernelsAccessesAreRefused) {
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  auto refused = [&](auto edit) {
+    DecodeArgs a = args(*plan);
+    edit(a);
+    auto s = plan->launch(a, nullptr);
+    EXPECT_FALSE(s.has_value());
+    return s ? std::string() : s.error().message;
+  };
+  EXPECT_EQ(refused([](DecodeArgs& a) { a.q_strides = {32 * 128, 100}; }),
+            "paged decode launch: q has head stride 100 elements (200 bytes), not a multiple of 16 bytes: every head must start 16-byte "
+            "aligned for the kernels' vector accesses");
+  EXPECT_EQ(refused([](DecodeArgs& a) { a.out_strides = {32 * 130, 130}; }),
+            "paged decode launch: out has head stride 130 elements (260 bytes), not a multiple of 8 bytes: every head must start 8-byte "
+            "aligned for the kernels' vector accesses");
+  EXPECT_EQ(refused([](DecodeArgs& a) { a.q_strides = {32 * 128, 64}; }),
+            "paged decode launch: q has head stride 64, which overlaps its elements (they span 128 elements): the view overlaps itself");
+  EXPECT_EQ(refused([](DecodeArgs& a) { a.out_strides = {128, 128}; }),
+            "paged decode launch: out has batch stride 128, which overlaps its head (they span 4096 elements): the view overlaps itself");
+  EXPECT_EQ(refused([](DecodeArgs& a) { a.q_strides = {-4096, 128}; }),
+            "paged decode launch: q has batch stride -4096: strides must be in 0..2^40 elements (cubinrt takes no negative strides)");
+  EXPECT_EQ(refused([](DecodeArgs& a) { a.kv.k_strides = {int64_t{1} << 41, 128, 2048}; }),
+            "paged decode launch: K has page stride 2199023255552: strides must be in 0..2^40 elements (cubinrt takes no negative strides)");
+  EXPECT_EQ(refused([](DecodeArgs& a) { a.kv.k_strides = a.kv.v_strides = {16 * 8 * 144, 144, 16 * 144 + 8}; }),
+            "paged decode launch: K has head stride 2312 elements (2312 bytes), not a multiple of 16 bytes: every head must start 16-byte "
+            "aligned for the kernels' vector accesses");
+  EXPECT_EQ(refused([](DecodeArgs& a) { a.kv.k_strides = {2 * 16 * 8 * 128, 128, 16 * 128}; }),
+            "paged decode launch: K's strides (page 32768, token 128, head 2048) differ from V's (page 16384, token 128, head 2048); the "
+            "kernels address K and V from one offset, so they must be views of one layout (as vLLM's cache[:, 0] and cache[:, 1] are)");
+  EXPECT_EQ(refused([](DecodeArgs& a) { a.kv.k_strides = a.kv.v_strides = {16 * 8 * 128, 8 * 128, 16 * 128}; }),
+            "paged decode launch: K has head stride 2048, which overlaps its token (they span 15488 elements): the view overlaps itself");
+  alignas(16) float lse[128];
+  EXPECT_NE(refused([&](DecodeArgs& a) { a.lse = reinterpret_cast<float*>(reinterpret_cast<char*>(lse) + 2); }).find("paged decode launch: lse at 0x"),
+            std::string::npos);
+  EXPECT_EQ(refused([&](DecodeArgs& a) { a.lse = lse; a.lse_strides = {32, 0}; }),
+            "paged decode launch: lse has head stride 0, which overlaps its elements (they span 1 elements): the view overlaps itself");
   EXPECT_TRUE(fake_state().launches.empty());
 }
 
@@ -280,7 +373,7 @@ TEST_F(Dispatch, ClusterMergeLaunchesOneClusterPerHeadChunk) {
   EXPECT_EQ(r.attrs[0].value.clusterDim.x, 1u);
   EXPECT_EQ(r.attrs[0].value.clusterDim.y, 1u);
   EXPECT_EQ(r.attrs[0].value.clusterDim.z, 3u);
-  CubinrtPagedDecodeParamsV1 p{};
+  CubinrtPagedDecodeParamsV2 p{};
   std::memcpy(&p, r.params.data(), r.params.size());
   EXPECT_EQ(p.partial, nullptr);
   EXPECT_EQ(p.split_counters, nullptr);

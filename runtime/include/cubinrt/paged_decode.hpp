@@ -22,6 +22,22 @@ enum class KvLayout : uint8_t {
   hnd,  // [num_pages, num_kv_heads, page_size, head_dim]  (FlashInfer "HND", TensorRT-LLM)
 };
 
+// Strides are in elements, as in DLPack and torch (the innermost, head_dim, stride is always 1).
+// A tensor whose strides are all zero takes its contiguous layout. A dimension of extent 1 may
+// have any stride (it is never stepped over).
+struct RowStrides {  // q, out: [batch, heads, head_dim]; lse: [batch, heads]
+  int64_t batch = 0;
+  int64_t head = 0;
+};
+struct KvStrides {  // one of K and V: (page, token within the page, kv head)
+  int64_t page = 0;
+  int64_t token = 0;
+  int64_t head = 0;
+};
+
+// The KV cache: K and V are two views with the same strides (the kernels address both from one
+// offset). vLLM's one-tensor cache [num_blocks, 2, block_size, num_kv_heads, head_size] is
+// k = cache[:, 0], v = cache[:, 1]: NHD with a page stride of 2 * block_size * heads * head_size.
 struct KvCacheDesc {
   const void* k = nullptr;
   const void* v = nullptr;
@@ -30,10 +46,12 @@ struct KvCacheDesc {
   float k_scale = 1.f;                    // per-layer dequantisation scales (FP8)
   float v_scale = 1.f;
   const void* scale_factors = nullptr;    // NVFP4 block scales (no NVFP4 kernel yet)
-  KvLayout layout = KvLayout::nhd;
+  KvLayout layout = KvLayout::nhd;       // the dims' order when the strides are left zero
   uint32_t page_size = 0;
   uint32_t num_kv_heads = 0;
-  int64_t num_pages = 0;
+  int64_t num_pages = 0;                  // pages in each view: block table entries are below this
+  KvStrides k_strides;                    // zero: contiguous in `layout`
+  KvStrides v_strides;                    // zero: contiguous in `layout`; else equal to k_strides
 };
 
 // How the blocks of a split KV range combine their parts. workspace: the last split to finish
@@ -60,13 +78,19 @@ struct DecodeShape {
   SplitMerge merge = SplitMerge::choose;  // choose: the plan's pick (workspace when num_splits is forced)
 };
 
+// Alignment the kernels' vector accesses need (checked at launch, naming the tensor and stride):
+// q, K and V start 16-byte aligned and their strides are whole 16 bytes; out starts 8-byte aligned
+// with strides of whole 8 bytes; lse is 4-byte aligned. No view may overlap itself.
 struct DecodeArgs {
-  const void* q = nullptr;              // [batch, num_q_heads, head_dim] contiguous, q dtype
+  const void* q = nullptr;              // [batch, num_q_heads, head_dim], q dtype
+  RowStrides q_strides;                 // e.g. a view of a fused QKV projection: {(Hq + 2 Hkv) D, D}
   KvCacheDesc kv;
   const int32_t* block_table = nullptr; // [batch, block_table_stride]
   const int32_t* seq_lens = nullptr;    // [batch], each <= block_table_stride * page_size
-  void* out = nullptr;                  // [batch, num_q_heads, head_dim] contiguous, q dtype
+  void* out = nullptr;                  // [batch, num_q_heads, head_dim], q dtype
+  RowStrides out_strides;
   float* lse = nullptr;                 // [batch, num_q_heads], optional
+  RowStrides lse_strides;
   float softmax_scale = 0.f;            // 0: 1/sqrt(head_dim)
   void* workspace = nullptr;            // plan.workspace_bytes(), zeroed once when allocated
   size_t workspace_bytes = 0;
@@ -101,6 +125,7 @@ class DecodePlan {
   int pages_per_split() const { return pages_per_split_; }
   const LoadedKernel& kernel() const { return *kernel_; }
   const DecodeShape& shape() const { return shape_; }
+  const Runtime& runtime() const { return *runtime_; }
 
   // Checks the arguments against the plan, then launches on `stream`.
   Status launch(const DecodeArgs& args, CUstream_st* stream) const;

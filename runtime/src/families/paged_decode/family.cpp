@@ -10,14 +10,14 @@ namespace cubinrt {
 namespace {
 
 #define CUBINRT_ABI_FIELD_(type, name)                                                \
-  AbiField{#name, static_cast<uint32_t>(offsetof(CubinrtPagedDecodeParamsV1, name)), \
-           static_cast<uint32_t>(sizeof(CubinrtPagedDecodeParamsV1::name))},
+  AbiField{#name, static_cast<uint32_t>(offsetof(CubinrtPagedDecodeParamsV2, name)), \
+           static_cast<uint32_t>(sizeof(CubinrtPagedDecodeParamsV2::name))},
 // Made on first use (a family may be asked for during another file's static initialisation).
 // Launched with a warp per q head of a chunk at least.
-const AbiLayout& abi_v1() {
+const AbiLayout& abi_v2() {
   static const AbiLayout abi =
-      make_abi_layout(CUBINRT_PAGED_DECODE_ABI_NAME, CUBINRT_PAGED_DECODE_ABI_VERSION, sizeof(CubinrtPagedDecodeParamsV1),
-                      {CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_ABI_FIELD_)}, 32 * CUBINRT_PAGED_DECODE_MAX_GROUP);
+      make_abi_layout(CUBINRT_PAGED_DECODE_ABI_NAME, CUBINRT_PAGED_DECODE_ABI_VERSION, sizeof(CubinrtPagedDecodeParamsV2),
+                      {CUBINRT_PAGED_DECODE_V2_FIELDS(CUBINRT_ABI_FIELD_)}, 32 * CUBINRT_PAGED_DECODE_MAX_GROUP);
   return abi;
 }
 #undef CUBINRT_ABI_FIELD_
@@ -33,7 +33,7 @@ class PagedDecode final : public Family {
 
  private:
   static constexpr std::string_view kAxes[] = {"head_dim", "q_dtype", "kv_dtype", "page_size"};
-  const AbiLayout* abis_[1] = {&abi_v1()};
+  const AbiLayout* abis_[1] = {&abi_v2()};
 };
 
 }  // namespace

@@ -79,7 +79,16 @@ Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const st
     const DecodeShape& s = pl.plan.shape();
     DecodeArgs a;
     a.q = dev(pl.q);
-    a.kv = {dev(pl.k), dev(pl.v), s.kv_storage, s.kv_declared, p.k_scale, p.v_scale, nullptr, s.layout, s.page_size, s.num_kv_heads, p.num_pages};
+    a.kv.k = dev(pl.k);
+    a.kv.v = dev(pl.v);
+    a.kv.storage = s.kv_storage;
+    a.kv.declared = s.kv_declared;
+    a.kv.k_scale = p.k_scale;
+    a.kv.v_scale = p.v_scale;
+    a.kv.layout = s.layout;
+    a.kv.page_size = s.page_size;
+    a.kv.num_kv_heads = s.num_kv_heads;
+    a.kv.num_pages = p.num_pages;
     a.block_table = static_cast<const int32_t*>(dev(pl.table));
     a.seq_lens = static_cast<const int32_t*>(dev(pl.lens));
     a.out = dev(pl.out);

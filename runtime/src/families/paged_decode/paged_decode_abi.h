@@ -1,4 +1,5 @@
-// The parameter ABI of the paged decode attention kernels, version 1.
+// The parameter ABI of the paged decode attention kernels, version 2 (version 1 without the LSE
+// strides: its LSE was always [batch, num_q_heads] contiguous).
 //
 // One list of fields (the X-macro below) makes both the host struct the dispatcher fills and
 // the kernel's parameter list, so host and device agree by construction. The loader still
@@ -6,23 +7,23 @@
 // (cuFuncGetParamInfo), because a cubin built from another version of this header would not.
 //
 // Plain C types only: this header is compiled by nvcc for the kernels and by g++ for the host.
-#ifndef CUBINRT_ABI_PAGED_DECODE_V1_H
-#define CUBINRT_ABI_PAGED_DECODE_V1_H
+#ifndef CUBINRT_ABI_PAGED_DECODE_V2_H
+#define CUBINRT_ABI_PAGED_DECODE_V2_H
 
 #include <stdint.h>
 
 #define CUBINRT_PAGED_DECODE_ABI_NAME "PagedDecodeParams"
-#define CUBINRT_PAGED_DECODE_ABI_VERSION 1
+#define CUBINRT_PAGED_DECODE_ABI_VERSION 2
 
 // X(type, name). Order is the ABI; append only, and bump the version when it changes.
-#define CUBINRT_PAGED_DECODE_V1_FIELDS(X)                                                       \
+#define CUBINRT_PAGED_DECODE_V2_FIELDS(X)                                                       \
   X(const void*, q)              /* [batch, num_q_heads, head_dim], q dtype */                  \
-  X(const void*, k_cache)        /* pages, layout given by the strides below */                 \
+  X(const void*, k_cache)        /* pages, layout given by the strides below (K and V share them) */                 \
   X(const void*, v_cache)                                                                       \
   X(const int32_t*, block_table) /* [batch, block_table_stride] page indices */                 \
   X(const int32_t*, seq_lens)    /* [batch] tokens per sequence */                              \
   X(void*, out)                  /* [batch, num_q_heads, head_dim], q dtype */                  \
-  X(float*, lse)                 /* [batch, num_q_heads] natural-log LSE, or null */            \
+  X(float*, lse)                 /* [batch, num_q_heads] natural-log LSE (strided), or null */            \
   X(float*, partial)             /* split-KV workspace: outputs [batch, num_q_heads, splits, D], then LSEs [batch, num_q_heads, splits] */ \
   X(int32_t*, split_counters)    /* [batch, num_kv_heads * head_chunks], zero between launches */ \
   X(int64_t, kv_stride_page)     /* elements between consecutive pages */                      \
@@ -40,12 +41,14 @@
   X(int32_t, num_kv_heads)                                                                      \
   X(int32_t, block_table_stride) /* pages per block-table row */                               \
   X(int32_t, num_splits)         /* KV range split across this many blocks (grid.z) */          \
-  X(int32_t, pages_per_split)
+  X(int32_t, pages_per_split)                                                                   \
+  X(int64_t, lse_stride_batch)   /* version 2 */                                                \
+  X(int64_t, lse_stride_head)
 
 #define CUBINRT_ABI_FIELD_DECL_(type, name) type name;
-typedef struct CubinrtPagedDecodeParamsV1 {
-  CUBINRT_PAGED_DECODE_V1_FIELDS(CUBINRT_ABI_FIELD_DECL_)
-} CubinrtPagedDecodeParamsV1;
+typedef struct CubinrtPagedDecodeParamsV2 {
+  CUBINRT_PAGED_DECODE_V2_FIELDS(CUBINRT_ABI_FIELD_DECL_)
+} CubinrtPagedDecodeParamsV2;
 #undef CUBINRT_ABI_FIELD_DECL_
 
 // q heads one block handles: a kv head's group is split into chunks of this many.

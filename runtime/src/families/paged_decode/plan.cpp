@@ -10,6 +10,7 @@
 #include "driver/driver.hpp"
 #include "families/paged_decode/paged_decode_abi.h"
 #include "families/paged_decode/planner.hpp"
+#include "families/paged_decode/views.hpp"
 #include "family/family.hpp"
 #include "loader/loaded_kernel.hpp"
 
@@ -95,9 +96,9 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
   plan.param_bytes_ = CUBINRT_TRY(find_abi(entry.key.family, entry.abi_name, entry.abi_version))->param_bytes;
   // The launch fills this struct; a kernel of another ABI (a bundle that is not this build's)
   // would take a parameter block of another size.
-  if (plan.param_bytes_ > sizeof(CubinrtPagedDecodeParamsV1))
+  if (plan.param_bytes_ > sizeof(CubinrtPagedDecodeParamsV2))
     return fail(Errc::mismatch, fmt::format("paged decode: kernel {} takes {} parameter bytes, this build fills {}", entry.id,
-                                            plan.param_bytes_, sizeof(CubinrtPagedDecodeParamsV1)));
+                                            plan.param_bytes_, sizeof(CubinrtPagedDecodeParamsV2)));
 
   const int group = static_cast<int>(s.num_q_heads / s.num_kv_heads);
   plan.head_chunks_ = (group + CUBINRT_PAGED_DECODE_MAX_GROUP - 1) / CUBINRT_PAGED_DECODE_MAX_GROUP;
@@ -144,9 +145,7 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
   auto bad = [](std::string m) { return fail(Errc::invalid_argument, "paged decode launch: " + m); };
   if (!a.q || !a.kv.k || !a.kv.v || !a.block_table || !a.seq_lens || !a.out)
     return bad("q, kv.k, kv.v, block_table, seq_lens and out must all be non-null");
-  if (!aligned(a.q, 16) || !aligned(a.kv.k, 16) || !aligned(a.kv.v, 16) || !aligned(a.out, 16))
-    return bad("q, kv.k, kv.v and out must be 16-byte aligned");
-  if (!aligned(a.block_table, 4) || !aligned(a.seq_lens, 4) || !aligned(a.lse, 4)) return bad("block_table, seq_lens and lse must be 4-byte aligned");
+  if (!aligned(a.block_table, 4) || !aligned(a.seq_lens, 4)) return bad("block_table and seq_lens must be 4-byte aligned");
   if (a.kv.storage != s.kv_storage || a.kv.declared != s.kv_declared)
     return bad(fmt::format("the KV descriptor's dtype (storage {}, declared {}) is not the plan's (storage {}, declared {})",
                            dtype_name(a.kv.storage), a.kv.declared ? dtype_name(*a.kv.declared) : "none", dtype_name(s.kv_storage),
@@ -155,12 +154,13 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
     return bad(fmt::format("the KV descriptor (page_size {}, {} kv heads) is not the plan's (page_size {}, {} kv heads) or its layout differs",
                            a.kv.page_size, a.kv.num_kv_heads, s.page_size, s.num_kv_heads));
   if (a.kv.num_pages <= 0) return bad("kv.num_pages must be positive");
+  const ViewStrides strides = CUBINRT_TRY(resolve_views(s, a));
   if (num_splits_ > 1 && merge_ == SplitMerge::workspace && (a.workspace == nullptr || a.workspace_bytes < workspace_bytes_ || !aligned(a.workspace, 16)))
     return bad(fmt::format("this plan splits the KV range {} ways and needs a 16-byte aligned workspace of {} bytes ({} given)", num_splits_,
                            workspace_bytes_, a.workspace ? a.workspace_bytes : 0));
 
-  const int64_t D = s.head_dim, H = s.num_kv_heads, P = s.page_size;
-  CubinrtPagedDecodeParamsV1 p{};
+  const int64_t D = s.head_dim;
+  CubinrtPagedDecodeParamsV2 p{};
   p.q = a.q;
   p.k_cache = a.kv.k;
   p.v_cache = a.kv.v;
@@ -173,11 +173,15 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
     p.partial = static_cast<float*>(a.workspace);
     p.split_counters = reinterpret_cast<int32_t*>(static_cast<char*>(a.workspace) + (partial + 255) / 256 * 256);
   }
-  p.kv_stride_page = P * H * D;
-  p.kv_stride_token = s.layout == KvLayout::nhd ? H * D : D;
-  p.kv_stride_head = s.layout == KvLayout::nhd ? D : P * D;
-  p.q_stride_batch = p.out_stride_batch = int64_t{s.num_q_heads} * D;
-  p.q_stride_head = p.out_stride_head = D;
+  p.kv_stride_page = strides.kv_page;
+  p.kv_stride_token = strides.kv_token;
+  p.kv_stride_head = strides.kv_head;
+  p.q_stride_batch = strides.q_batch;
+  p.q_stride_head = strides.q_head;
+  p.out_stride_batch = strides.out_batch;
+  p.out_stride_head = strides.out_head;
+  p.lse_stride_batch = strides.lse_batch;
+  p.lse_stride_head = strides.lse_head;
   p.k_scale = kv_dtype_ == Dtype::fp8_e4m3 || kv_dtype_ == Dtype::fp8_e5m2 ? a.kv.k_scale : 1.f;
   p.v_scale = kv_dtype_ == Dtype::fp8_e4m3 || kv_dtype_ == Dtype::fp8_e5m2 ? a.kv.v_scale : 1.f;
   p.softmax_scale = a.softmax_scale != 0.f ? a.softmax_scale : 1.f / std::sqrt(static_cast<float>(D));

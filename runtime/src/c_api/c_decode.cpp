@@ -1,0 +1,246 @@
+// The C ABI's paged decode: keys, plans, and launches from DLPack-style tensor descriptors.
+//
+// A launch checks each descriptor (device, dtype, shape, innermost stride) against the plan and
+// turns it into the C++ DecodeArgs, whose launch then checks strides and alignment. Nothing is
+// allocated or formatted unless a check fails.
+#include <array>
+#include <charconv>
+#include <span>
+#include <string_view>
+
+#include "c_api/c_handles.hpp"
+#include "c_api/c_status.hpp"
+#include "common/try.hpp"
+#include "loader/loaded_kernel.hpp"
+#include "bundle/manifest.hpp"
+
+namespace cubinrt::c_api {
+
+namespace {
+
+constexpr size_t kShapeV1 = sizeof(cubinrt_decode_shape);
+constexpr size_t kPlanInfoV1 = sizeof(cubinrt_decode_plan_info);
+constexpr size_t kArgsV1 = sizeof(cubinrt_decode_args);
+
+uint32_t axis_u32(const KernelKey& key, std::string_view axis) {
+  const std::string_view text = key.axis(axis);
+  uint32_t v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  return v;
+}
+
+// An element type a tensor may have: the dtypes of the table, and the index and LSE types.
+enum class Elem { fp16, bf16, fp8_e4m3, fp8_e5m2, uint8, int32, float32, other };
+
+Elem elem_of(const cubinrt_tensor& t) {
+  if (t.dtype_lanes != 1) return Elem::other;
+  switch (t.dtype_code) {
+    case CUBINRT_DL_FLOAT: return t.dtype_bits == 16 ? Elem::fp16 : t.dtype_bits == 32 ? Elem::float32 : Elem::other;
+    case CUBINRT_DL_BFLOAT: return t.dtype_bits == 16 ? Elem::bf16 : Elem::other;
+    case CUBINRT_DL_UINT: return t.dtype_bits == 8 ? Elem::uint8 : Elem::other;
+    case CUBINRT_DL_INT: return t.dtype_bits == 32 ? Elem::int32 : Elem::other;
+    case CUBINRT_DL_FLOAT8_E4M3FN: return t.dtype_bits == 8 ? Elem::fp8_e4m3 : Elem::other;
+    case CUBINRT_DL_FLOAT8_E5M2: return t.dtype_bits == 8 ? Elem::fp8_e5m2 : Elem::other;
+    default: return Elem::other;
+  }
+}
+
+Elem elem_of(Dtype d) {
+  switch (d) {
+    case Dtype::fp16: return Elem::fp16;
+    case Dtype::bf16: return Elem::bf16;
+    case Dtype::fp8_e4m3: return Elem::fp8_e4m3;
+    case Dtype::fp8_e5m2: return Elem::fp8_e5m2;
+    case Dtype::uint8: return Elem::uint8;
+    case Dtype::nvfp4: return Elem::other;
+  }
+  return Elem::other;
+}
+
+std::string_view elem_name(Elem e) {
+  switch (e) {
+    case Elem::fp16: return "float16";
+    case Elem::bf16: return "bfloat16";
+    case Elem::fp8_e4m3: return "float8_e4m3fn";
+    case Elem::fp8_e5m2: return "float8_e5m2";
+    case Elem::uint8: return "uint8";
+    case Elem::int32: return "int32";
+    case Elem::float32: return "float32";
+    case Elem::other: break;
+  }
+  return "another dtype";
+}
+
+std::string shape_text(const int64_t* v, int n) {
+  std::string s = "[";
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// The checks every tensor gets: present, on this runtime's device, of dtype `want`, with the
+// plan's shape and a unit innermost stride. Returns its element strides (all zero: C-contiguous).
+struct Strides {
+  int64_t v[CUBINRT_MAX_DIMS] = {};
+};
+Result<Strides> check_tensor(const char* name, const cubinrt_tensor& t, Elem want, std::span<const int64_t> shape, int ordinal) {
+  auto bad = [&](std::string m) { return fail(Errc::invalid_argument, fmt::format("paged decode launch: {} {}", name, m)); };
+  if (t.data == nullptr) return bad("is missing (its data pointer is NULL)");
+  if (t.device_type != CUBINRT_DL_CUDA && t.device_type != CUBINRT_DL_CUDA_MANAGED)
+    return bad(fmt::format("is on DLPack device type {}{}, not CUDA: cubinrt reads device memory of CUDA device {}", t.device_type,
+                           t.device_type == CUBINRT_DL_CPU ? " (CPU)" : "", ordinal));
+  if (t.device_id != ordinal) return bad(fmt::format("is on CUDA device {}, but this runtime runs on device {}", t.device_id, ordinal));
+  if (elem_of(t) != want)
+    return bad(fmt::format("has dtype {} (DLPack code {}, {} bits, {} lanes); the plan takes {}", elem_name(elem_of(t)), t.dtype_code,
+                           t.dtype_bits, t.dtype_lanes, elem_name(want)));
+  const int n = static_cast<int>(shape.size());
+  if (t.ndim != n) return bad(fmt::format("has {} dimensions; the plan takes {}: {}", t.ndim, n, shape_text(shape.data(), n)));
+  bool mismatch = false;
+  for (int i = 0; i < n; ++i) mismatch |= t.shape[i] != shape[i];
+  if (mismatch) return bad(fmt::format("has shape {}; the plan takes {}", shape_text(t.shape, n), shape_text(shape.data(), n)));
+  Strides s;
+  bool all_zero = true;
+  for (int i = 0; i < n; ++i) all_zero &= t.strides[i] == 0;
+  if (all_zero) {
+    int64_t step = 1;
+    for (int i = n - 1; i >= 0; --i) s.v[i] = step, step *= t.shape[i];
+    return s;
+  }
+  for (int i = 0; i < n; ++i) s.v[i] = t.strides[i];
+  if (t.shape[n - 1] > 1 && s.v[n - 1] != 1)
+    return bad(fmt::format("has innermost stride {}; its last dimension must be contiguous (stride 1)", s.v[n - 1]));
+  return s;
+}
+
+}  // namespace
+
+Result<Dtype> dtype_of(int32_t code, const char* what) {
+  switch (code) {
+#define CUBINRT_DTYPE_CASE_(name, c, bits, kind) case c: return Dtype::name;
+    CUBINRT_DTYPES(CUBINRT_DTYPE_CASE_)
+#undef CUBINRT_DTYPE_CASE_
+  }
+  return fail(Errc::invalid_argument, fmt::format("{} is {}, not a CUBINRT_DTYPE_* code", what, code));
+}
+
+Result<KernelKey> decode_key_of(const cubinrt_decode_key& k) {
+  return decode_key(k.head_dim, CUBINRT_TRY(dtype_of(k.q_dtype, "cubinrt_decode_key.q_dtype")),
+                    CUBINRT_TRY(dtype_of(k.kv_dtype, "cubinrt_decode_key.kv_dtype")), k.page_size);
+}
+
+std::optional<cubinrt_decode_key> c_decode_key(const KernelKey& key) {
+  if (key.family != "paged_decode") return std::nullopt;
+  auto q = parse_dtype(key.axis("q_dtype"));
+  auto kv = parse_dtype(key.axis("kv_dtype"));
+  if (!q || !kv) return std::nullopt;
+  return cubinrt_decode_key{axis_u32(key, "head_dim"), static_cast<int32_t>(*q), static_cast<int32_t>(*kv), axis_u32(key, "page_size")};
+}
+
+}  // namespace cubinrt::c_api
+
+using namespace cubinrt;
+using namespace cubinrt::c_api;
+
+extern "C" {
+
+cubinrt_status cubinrt_decode_plan_create(const cubinrt_runtime* runtime, const cubinrt_decode_shape* shape, cubinrt_decode_plan** plan) {
+  return boundary("cubinrt_decode_plan_create", [&]() -> Status {
+    if (runtime == nullptr || plan == nullptr) return fail(Errc::invalid_argument, "cubinrt_decode_plan_create: runtime and plan must be non-NULL");
+    *plan = nullptr;
+    const cubinrt_decode_shape c = CUBINRT_TRY(read_struct(shape, "cubinrt_decode_shape", kShapeV1));
+    if (c.layout != CUBINRT_KV_NHD && c.layout != CUBINRT_KV_HND)
+      return fail(Errc::invalid_argument, fmt::format("cubinrt_decode_shape.layout is {}: CUBINRT_KV_NHD (0) or CUBINRT_KV_HND (1)", c.layout));
+    if (c.merge < CUBINRT_MERGE_CHOOSE || c.merge > CUBINRT_MERGE_CLUSTER)
+      return fail(Errc::invalid_argument, fmt::format("cubinrt_decode_shape.merge is {}: a cubinrt_split_merge (0, 1 or 2)", c.merge));
+    DecodeShape s;
+    s.batch = c.batch;
+    s.num_q_heads = c.num_q_heads;
+    s.num_kv_heads = c.num_kv_heads;
+    s.head_dim = c.head_dim;
+    s.q_dtype = CUBINRT_TRY(dtype_of(c.q_dtype, "cubinrt_decode_shape.q_dtype"));
+    s.kv_storage = CUBINRT_TRY(dtype_of(c.kv_storage, "cubinrt_decode_shape.kv_storage"));
+    if (c.kv_declared != 0) s.kv_declared = CUBINRT_TRY(dtype_of(c.kv_declared, "cubinrt_decode_shape.kv_declared"));
+    s.page_size = c.page_size;
+    s.layout = c.layout == CUBINRT_KV_NHD ? KvLayout::nhd : KvLayout::hnd;
+    s.block_table_stride = c.block_table_stride;
+    s.max_seq_len = c.max_seq_len;
+    s.num_splits = c.num_splits;
+    s.merge = static_cast<SplitMerge>(c.merge);
+    *plan = new cubinrt_decode_plan{CUBINRT_TRY(DecodePlan::create(*runtime->rt, s))};
+    return {};
+  });
+}
+
+void cubinrt_decode_plan_destroy(cubinrt_decode_plan* plan) { delete plan; }
+
+cubinrt_status cubinrt_decode_plan_info_get(const cubinrt_decode_plan* plan, cubinrt_decode_plan_info* info) {
+  return boundary("cubinrt_decode_plan_info_get", [&]() -> Status {
+    if (plan == nullptr) return fail(Errc::invalid_argument, "cubinrt_decode_plan_info_get: the plan is NULL");
+    cubinrt_decode_plan_info v{};
+    v.struct_size = sizeof v;
+    v.workspace_bytes = plan->plan.workspace_bytes();
+    v.num_splits = plan->plan.num_splits();
+    v.merge = plan->plan.merge() == SplitMerge::cluster ? CUBINRT_MERGE_CLUSTER : CUBINRT_MERGE_WORKSPACE;
+    copy_text(v.kernel, sizeof v.kernel, plan->plan.kernel().entry->id);
+    return write_struct(info, v, "cubinrt_decode_plan_info", kPlanInfoV1);
+  });
+}
+
+cubinrt_status cubinrt_decode_plan_launch(const cubinrt_decode_plan* plan, const cubinrt_decode_args* args, void* stream) {
+  return boundary("cubinrt_decode_plan_launch", [&]() -> Status {
+    if (plan == nullptr) return fail(Errc::invalid_argument, "cubinrt_decode_plan_launch: the plan is NULL");
+    const cubinrt_decode_args c = CUBINRT_TRY(read_struct(args, "cubinrt_decode_args", kArgsV1));
+    const DecodePlan& p = plan->plan;
+    const DecodeShape& s = p.shape();
+    const int ordinal = p.runtime().device().ordinal;
+    const int64_t B = s.batch, Hq = s.num_q_heads, Hkv = s.num_kv_heads, D = s.head_dim, P = s.page_size;
+    const Elem q_elem = elem_of(s.q_dtype), kv_elem = elem_of(s.kv_storage);
+
+    DecodeArgs a;
+    const std::array<int64_t, 3> rows{B, Hq, D};
+    const Strides q = CUBINRT_TRY(check_tensor("q", c.q, q_elem, rows, ordinal));
+    const Strides out = CUBINRT_TRY(check_tensor("out", c.out, q_elem, rows, ordinal));
+    // K and V: the page count is theirs (the cache's size); the rest is the plan's.
+    const int64_t pages = c.k.ndim == 4 ? c.k.shape[0] : 0;
+    const bool nhd = s.layout == KvLayout::nhd;
+    const std::array<int64_t, 4> kv_shape = nhd ? std::array<int64_t, 4>{pages, P, Hkv, D} : std::array<int64_t, 4>{pages, Hkv, P, D};
+    const Strides k = CUBINRT_TRY(check_tensor("k", c.k, kv_elem, kv_shape, ordinal));
+    const Strides v = CUBINRT_TRY(check_tensor("v", c.v, kv_elem, kv_shape, ordinal));
+    const Strides table = CUBINRT_TRY(check_tensor("block_table", c.block_table, Elem::int32, std::array<int64_t, 2>{B, s.block_table_stride}, ordinal));
+    if ((B > 1 && table.v[0] != s.block_table_stride) || (s.block_table_stride > 1 && table.v[1] != 1))
+      return fail(Errc::invalid_argument, fmt::format("paged decode launch: block_table has strides ({}, {}); its rows must be contiguous "
+                                                      "and {} entries apart (the plan's block_table_stride)",
+                                                      table.v[0], table.v[1], s.block_table_stride));
+    const Strides lens = CUBINRT_TRY(check_tensor("seq_lens", c.seq_lens, Elem::int32, std::array<int64_t, 1>{B}, ordinal));
+    if (B > 1 && lens.v[0] != 1)
+      return fail(Errc::invalid_argument, fmt::format("paged decode launch: seq_lens has stride {}; it must be contiguous", lens.v[0]));
+    if (c.lse.data != nullptr) {
+      const Strides lse = CUBINRT_TRY(check_tensor("lse", c.lse, Elem::float32, std::array<int64_t, 2>{B, Hq}, ordinal));
+      a.lse = static_cast<float*>(c.lse.data);
+      a.lse_strides = {lse.v[0], lse.v[1]};
+    }
+    a.q = c.q.data;
+    a.q_strides = {q.v[0], q.v[1]};
+    a.out = c.out.data;
+    a.out_strides = {out.v[0], out.v[1]};
+    a.kv.k = c.k.data;
+    a.kv.v = c.v.data;
+    a.kv.storage = s.kv_storage;
+    if (c.kv_declared != 0) a.kv.declared = CUBINRT_TRY(dtype_of(c.kv_declared, "cubinrt_decode_args.kv_declared"));
+    a.kv.k_scale = c.k_scale != 0.f ? c.k_scale : 1.f;
+    a.kv.v_scale = c.v_scale != 0.f ? c.v_scale : 1.f;
+    a.kv.layout = s.layout;
+    a.kv.page_size = s.page_size;
+    a.kv.num_kv_heads = s.num_kv_heads;
+    a.kv.num_pages = pages;
+    a.kv.k_strides = nhd ? KvStrides{k.v[0], k.v[1], k.v[2]} : KvStrides{k.v[0], k.v[2], k.v[1]};
+    a.kv.v_strides = nhd ? KvStrides{v.v[0], v.v[1], v.v[2]} : KvStrides{v.v[0], v.v[2], v.v[1]};
+    a.block_table = static_cast<const int32_t*>(c.block_table.data);
+    a.seq_lens = static_cast<const int32_t*>(c.seq_lens.data);
+    a.softmax_scale = c.softmax_scale;
+    a.workspace = c.workspace;
+    a.workspace_bytes = c.workspace_bytes;
+    return p.launch(a, static_cast<CUstream_st*>(stream));
+  });
+}
+
+}  // extern "C"

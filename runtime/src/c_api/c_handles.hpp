@@ -1,0 +1,28 @@
+// What the C ABI's opaque handles hold, and the decode key's C <-> C++ forms.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "cubinrt/cubinrt.h"
+#include "cubinrt/paged_decode.hpp"
+#include "cubinrt/runtime.hpp"
+
+struct cubinrt_runtime {
+  std::unique_ptr<cubinrt::Runtime> rt;
+};
+
+struct cubinrt_decode_plan {
+  cubinrt::DecodePlan plan;
+};
+
+namespace cubinrt::c_api {
+
+// A C decode key as the runtime's key, or why its dtype codes are not dtypes.
+Result<KernelKey> decode_key_of(const cubinrt_decode_key& key);
+// A paged decode key in C form; nothing for another family's key.
+std::optional<cubinrt_decode_key> c_decode_key(const KernelKey& key);
+// A CUBINRT_DTYPE_* code as a Dtype (`what` names the field in the error).
+Result<Dtype> dtype_of(int32_t code, const char* what);
+
+}  // namespace cubinrt::c_api

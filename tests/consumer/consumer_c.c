@@ -1,0 +1,217 @@
+/* A C11 program an engine would write against the installed C ABI (cubinrt.h, libcubinrt.so): it
+ * asks what runs, plans a decode step and launches it on a vLLM-style one-tensor KV cache
+ * [pages, 2, page_size, kv_heads, head_dim] (K and V are views of it), then checks a refusal.
+ *
+ * Device memory comes from libcuda.so.1 opened here (an engine has its own allocator). On a CPU
+ * machine the test puts a stand-in libcuda.so.1 (an emulated H200, tests/support/fake_libcuda.cpp)
+ * first on LD_LIBRARY_PATH: the launch is checked and recorded, not run. With
+ * CUBINRT_CONSUMER_GPU=1 it runs for real and the output is checked: V is 0.5 everywhere, so every
+ * output element is 0.5 whatever the attention weights. Exit 0 only when every check passed. */
+#include <cubinrt/cubinrt.h>
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef unsigned long long devptr;
+static int (*mem_alloc)(devptr*, size_t);
+static int (*mem_free)(devptr);
+static int (*copy_in)(devptr, const void*, size_t);
+static int (*copy_out)(void*, devptr, size_t);
+static int (*synchronize)(void);
+
+static int failures = 0;
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);          \
+      printf(__VA_ARGS__);                                 \
+      printf("\n");                                        \
+      ++failures;                                          \
+    }                                                      \
+  } while (0)
+#define CALL(expr)                                                                                         \
+  do {                                                                                                     \
+    cubinrt_status s_ = (expr);                                                                            \
+    if (s_ != CUBINRT_SUCCESS) {                                                                           \
+      printf("FAIL %s: %s: %s\n", #expr, cubinrt_status_name(s_), cubinrt_last_error());                  \
+      exit(1);                                                                                             \
+    }                                                                                                      \
+  } while (0)
+
+static cubinrt_tensor tensor(devptr data, uint8_t code, uint8_t bits, int ndim, const int64_t* shape, const int64_t* strides) {
+  cubinrt_tensor t;
+  memset(&t, 0, sizeof t);
+  t.data = (void*)(uintptr_t)data;
+  t.dtype_code = code;
+  t.dtype_bits = bits;
+  t.dtype_lanes = 1;
+  t.ndim = ndim;
+  for (int i = 0; i < ndim; ++i) {
+    t.shape[i] = shape[i];
+    t.strides[i] = strides ? strides[i] : 0;
+  }
+  t.device_type = CUBINRT_DL_CUDA;
+  t.device_id = 0;
+  return t;
+}
+
+static uint16_t bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+static float from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+int main(void) {
+  const int on_gpu = getenv("CUBINRT_CONSUMER_GPU") && strcmp(getenv("CUBINRT_CONSUMER_GPU"), "1") == 0;
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW);
+  if (!cuda) return printf("FAIL no libcuda.so.1: %s\n", dlerror()), 1;
+  mem_alloc = (int (*)(devptr*, size_t))dlsym(cuda, "cuMemAlloc_v2");
+  mem_free = (int (*)(devptr))dlsym(cuda, "cuMemFree_v2");
+  copy_in = (int (*)(devptr, const void*, size_t))dlsym(cuda, "cuMemcpyHtoD_v2");
+  copy_out = (int (*)(void*, devptr, size_t))dlsym(cuda, "cuMemcpyDtoH_v2");
+  synchronize = (int (*)(void))dlsym(cuda, "cuCtxSynchronize");
+  if (!mem_alloc || !mem_free || !copy_in || !copy_out || !synchronize) return printf("FAIL libcuda.so.1 lacks an entry point\n"), 1;
+
+  printf("cubinrt %s, C ABI %u\n", cubinrt_version(), cubinrt_c_api_version());
+  CHECK(cubinrt_c_api_version() == CUBINRT_C_API_VERSION, "C ABI version %u, header %d", cubinrt_c_api_version(), CUBINRT_C_API_VERSION);
+
+  /* A runtime that must serve bf16 head_dim 128 page 16; it loads the rest on first use. */
+  cubinrt_decode_key need = {128, CUBINRT_DTYPE_BF16, CUBINRT_DTYPE_BF16, 16};
+  cubinrt_runtime_options o;
+  cubinrt_runtime_options_init(&o);
+  o.lazy = 1;
+  o.required_decode = &need;
+  o.num_required_decode = 1;
+  cubinrt_runtime* rt = NULL;
+  CALL(cubinrt_runtime_create(&o, &rt));
+  cubinrt_device_info dev;
+  cubinrt_device_info_init(&dev);
+  CALL(cubinrt_runtime_device(rt, &dev));
+  cubinrt_bundle_info bundle;
+  cubinrt_bundle_info_init(&bundle);
+  CALL(cubinrt_runtime_bundle(rt, &bundle));
+  printf("device %d '%s' sm_%d, driver %d; bundle '%s' (%u entries, by %s)\n", dev.ordinal, dev.name, dev.sm, dev.driver_version, bundle.name,
+         bundle.entries, bundle.generator);
+  CHECK(bundle.entries > 0, "the embedded bundle has no entries");
+
+  /* What runs here, and why head_dim 512 does not (outside SM100). */
+  int32_t ok = 0;
+  char reason[512];
+  CALL(cubinrt_decode_supports(rt, &need, &ok, reason, sizeof reason));
+  CHECK(ok == 1, "bf16 hd128 p16 is not supported: %s", reason);
+  cubinrt_decode_key big = {512, CUBINRT_DTYPE_BF16, CUBINRT_DTYPE_BF16, 16};
+  CALL(cubinrt_decode_supports(rt, &big, &ok, reason, sizeof reason));
+  printf("head_dim 512: %s: %s\n", ok ? "supported" : "refused", reason);
+  CHECK(dev.sm / 10 == 10 ? ok == 1 : (ok == 0 && strstr(reason, "512") != NULL), "head_dim 512 on sm_%d: %d, '%s'", dev.sm, ok, reason);
+  size_t count = 0;
+  CALL(cubinrt_decode_available(rt, NULL, 0, &count));
+  CHECK(count > 0, "no decode kernel runs here");
+
+  /* A decode step: 2 sequences, 8 q heads over 2 kv heads, 4 pages of 16 tokens each at most. */
+  enum { B = 2, HQ = 8, HKV = 2, D = 128, P = 16, PAGES = 8, ROW = 4 };
+  cubinrt_decode_shape shape;
+  cubinrt_decode_shape_init(&shape);
+  shape.batch = B;
+  shape.num_q_heads = HQ;
+  shape.num_kv_heads = HKV;
+  shape.head_dim = D;
+  shape.q_dtype = CUBINRT_DTYPE_BF16;
+  shape.kv_storage = CUBINRT_DTYPE_BF16;
+  shape.page_size = P;
+  shape.layout = CUBINRT_KV_NHD;
+  shape.block_table_stride = ROW;
+  cubinrt_decode_plan* plan = NULL;
+  CALL(cubinrt_decode_plan_create(rt, &shape, &plan));
+  cubinrt_decode_plan_info info;
+  cubinrt_decode_plan_info_init(&info);
+  CALL(cubinrt_decode_plan_info_get(plan, &info));
+  printf("plan: kernel %s, %d splits, %llu workspace bytes\n", info.kernel, info.num_splits, (unsigned long long)info.workspace_bytes);
+
+  /* Host data: q and K from a fixed sequence, V = 0.5; pages shuffled. */
+  static uint16_t q[B * HQ * D], cache[PAGES * 2 * P * HKV * D], out[B * HQ * D];
+  for (int i = 0; i < B * HQ * D; ++i) q[i] = bf16((float)((i * 37) % 101) / 101.f - 0.5f);
+  for (int pg = 0; pg < PAGES; ++pg)
+    for (int i = 0; i < P * HKV * D; ++i) {
+      cache[(pg * 2 + 0) * P * HKV * D + i] = bf16((float)((i * 53 + pg * 7) % 97) / 97.f - 0.5f);
+      cache[(pg * 2 + 1) * P * HKV * D + i] = bf16(0.5f);
+    }
+  const int32_t table[B * ROW] = {3, 0, 6, 1, 5, 2, 7, 4};
+  const int32_t lens[B] = {37, 61};
+  for (int i = 0; i < B * HQ * D; ++i) out[i] = 0xffff; /* NaN: an unwritten element fails */
+
+  devptr dq, dcache, dtable, dlens, dout, dws = 0;
+  CHECK(mem_alloc(&dq, sizeof q) == 0 && mem_alloc(&dcache, sizeof cache) == 0 && mem_alloc(&dtable, sizeof table) == 0 &&
+            mem_alloc(&dlens, sizeof lens) == 0 && mem_alloc(&dout, sizeof out) == 0,
+        "cuMemAlloc failed");
+  if (info.workspace_bytes) CHECK(mem_alloc(&dws, info.workspace_bytes) == 0, "cuMemAlloc (workspace) failed");
+  if (dws) {
+    void* zeros = calloc(1, info.workspace_bytes);
+    copy_in(dws, zeros, info.workspace_bytes);
+    free(zeros);
+  }
+  copy_in(dq, q, sizeof q);
+  copy_in(dcache, cache, sizeof cache);
+  copy_in(dtable, table, sizeof table);
+  copy_in(dlens, lens, sizeof lens);
+  copy_in(dout, out, sizeof out);
+
+  const int64_t rows[3] = {B, HQ, D};
+  const int64_t kv_shape[4] = {PAGES, P, HKV, D};
+  const int64_t kv_strides[4] = {2 * P * HKV * D, HKV * D, D, 1}; /* cache[:, 0] and cache[:, 1] */
+  const int64_t table_shape[2] = {B, ROW}, lens_shape[1] = {B};
+  cubinrt_decode_args a;
+  cubinrt_decode_args_init(&a);
+  a.q = tensor(dq, CUBINRT_DL_BFLOAT, 16, 3, rows, NULL);
+  a.k = tensor(dcache, CUBINRT_DL_BFLOAT, 16, 4, kv_shape, kv_strides);
+  a.v = tensor(dcache + (devptr)P * HKV * D * 2, CUBINRT_DL_BFLOAT, 16, 4, kv_shape, kv_strides);
+  a.block_table = tensor(dtable, CUBINRT_DL_INT, 32, 2, table_shape, NULL);
+  a.seq_lens = tensor(dlens, CUBINRT_DL_INT, 32, 1, lens_shape, NULL);
+  a.out = tensor(dout, CUBINRT_DL_BFLOAT, 16, 3, rows, NULL);
+  a.workspace = (void*)(uintptr_t)dws;
+  a.workspace_bytes = info.workspace_bytes;
+  CALL(cubinrt_decode_plan_launch(plan, &a, NULL));
+  CHECK(synchronize() == 0, "cuCtxSynchronize failed");
+  if (on_gpu) {
+    copy_out(out, dout, sizeof out);
+    double worst = 0;
+    for (int i = 0; i < B * HQ * D; ++i) {
+      const double e = fabs(from_bf16(out[i]) - 0.5);
+      worst = e > worst || e != e ? e : worst;
+    }
+    printf("launch: every output within %.2e of 0.5\n", worst);
+    CHECK(worst <= 1e-2, "output off by %g", worst);
+  }
+
+  /* A host tensor is refused before launch, with the library's sentence. */
+  cubinrt_decode_args bad = a;
+  bad.q.device_type = CUBINRT_DL_CPU;
+  const cubinrt_status s = cubinrt_decode_plan_launch(plan, &bad, NULL);
+  CHECK(s == CUBINRT_ERROR_INVALID_ARGUMENT, "a CPU q gave %s", cubinrt_status_name(s));
+  CHECK(strstr(cubinrt_last_error(), "q is on DLPack device type 1 (CPU)") != NULL, "message: %s", cubinrt_last_error());
+  printf("refused: %s\n", cubinrt_last_error());
+  /* A caller struct newer than this library, with a field it does not know set, is refused. */
+  struct {
+    cubinrt_decode_args args;
+    uint64_t future_field;
+  } newer;
+  newer.args = a;
+  newer.args.struct_size = sizeof newer;
+  newer.future_field = 1;
+  CHECK(cubinrt_decode_plan_launch(plan, &newer.args, NULL) == CUBINRT_ERROR_INVALID_ARGUMENT, "an unknown set field was accepted");
+
+  mem_free(dq), mem_free(dcache), mem_free(dtable), mem_free(dlens), mem_free(dout);
+  if (dws) mem_free(dws);
+  cubinrt_decode_plan_destroy(plan);
+  cubinrt_runtime_destroy(rt);
+  printf(failures ? "C consumer: %d checks failed\n" : "C consumer: all checks passed\n", failures);
+  return failures ? 1 : 0;
+}
