@@ -15,6 +15,17 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 # GPU tests (label gpu) report themselves skipped where no GPU answers; say why, once.
 reason=$(build/tests/cubinrt_gpu_tests --gtest_filter=GpuRuntime.DefaultBundleLoadsEveryCompatibleEntry 2>&1 | grep -m1 "no GPU:" || true)
 [[ -n $reason ]] && echo "GPU tests (ctest -L gpu) skipped: $reason"
+
+# The Python package, against this build's installed library (its cubins are not compiled again):
+# scikit-build-core and nanobind (pinned in python/pyproject.toml) come from PyPI into a venv.
+# Its CPU tests run against a stand-in libcuda.so.1 (an emulated H200); test_gpu.py skips here.
+t2=$(date +%s)
+cmake --install build --prefix build/install >/dev/null
+python3 -m venv build/pyenv
+build/pyenv/bin/python -m pip install -q --disable-pip-version-check "./python[test]" -Ccmake.define.CUBINRT_PREFIX="$PWD/build/install"
+(cd build && LD_LIBRARY_PATH="$PWD/tests/fake_libcuda" pyenv/bin/python -m unittest discover -s ../python/tests -v 2>&1 | tail -n 25)
+(cd build && pyenv/bin/python -m unittest discover -s ../python/tests 2>&1 | tail -n 3)
+echo "python package: $(( $(date +%s) - t2 )) s"
 [[ ${CUBINRT_QUICK:-0} == 1 ]] && exit 0
 
 t1=$(date +%s)

@@ -1,0 +1,216 @@
+// cubinrt._cubinrt: the C ABI (cubinrt.h) as Python sees it. Thin on purpose: handles, the calls,
+// and tensors as plain descriptors; cubinrt/__init__.py turns torch, CuPy and DLPack tensors
+// into descriptors and gives the classes their Python shape. Every failure raises cubinrt.Error
+// with the library's message and status.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cubinrt/cubinrt.h>
+
+namespace nb = nanobind;
+
+namespace {
+
+nb::object g_error;  // cubinrt.Error, set by the package at import
+
+[[noreturn]] void raise(cubinrt_status s) {
+  nb::object e = g_error.is_valid() ? g_error : nb::borrow(PyExc_RuntimeError);
+  PyErr_SetObject(e.ptr(), nb::make_tuple(std::string(cubinrt_last_error()), int(s), std::string(cubinrt_status_name(s))).ptr());
+  throw nb::python_error();
+}
+void check(cubinrt_status s) {
+  if (s != CUBINRT_SUCCESS) raise(s);
+}
+
+struct Runtime {
+  cubinrt_runtime* h = nullptr;
+  ~Runtime() { cubinrt_runtime_destroy(h); }
+};
+
+struct Plan {
+  cubinrt_decode_plan* h = nullptr;
+  nb::object runtime;  // keeps the runtime alive while the plan is
+  ~Plan() { cubinrt_decode_plan_destroy(h); }
+};
+
+using Key = std::tuple<uint32_t, int32_t, int32_t, uint32_t>;  // head_dim, q_dtype, kv_dtype, page_size
+
+cubinrt_runtime_options options(int device, std::optional<std::string>& uuid, std::optional<std::string>& bundle, bool lazy, bool self_check,
+                                std::vector<cubinrt_decode_key>& keys) {
+  cubinrt_runtime_options o;
+  cubinrt_runtime_options_init(&o);
+  o.device_ordinal = device;
+  o.device_uuid = uuid ? uuid->c_str() : nullptr;
+  o.bundle_path = bundle ? bundle->c_str() : nullptr;
+  o.lazy = lazy;
+  o.self_check = self_check;
+  o.required_decode = keys.data();
+  o.num_required_decode = keys.size();
+  return o;
+}
+
+std::vector<cubinrt_decode_key> c_keys(const std::vector<Key>& keys) {
+  std::vector<cubinrt_decode_key> out;
+  for (const Key& k : keys) out.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k)});
+  return out;
+}
+
+// A tensor descriptor from Python: (data, dtype_code, dtype_bits, shape, strides, device_type,
+// device_id), strides in elements; None: absent.
+cubinrt_tensor tensor(nb::handle d, const char* name) {
+  cubinrt_tensor t{};
+  if (d.is_none()) return t;
+  nb::tuple tup = nb::borrow<nb::tuple>(d);
+  if (tup.size() != 7) throw nb::value_error((std::string(name) + ": a tensor descriptor has 7 fields").c_str());
+  t.data = reinterpret_cast<void*>(nb::cast<uintptr_t>(tup[0]));
+  t.dtype_code = nb::cast<uint8_t>(tup[1]);
+  t.dtype_bits = nb::cast<uint8_t>(tup[2]);
+  t.dtype_lanes = 1;
+  nb::handle shape = tup[3], strides = tup[4];
+  const size_t n = nb::len(shape);
+  if (n > CUBINRT_MAX_DIMS || nb::len(strides) != n)
+    throw nb::value_error((std::string(name) + ": at most 6 dimensions, with one stride each").c_str());
+  t.ndim = static_cast<int32_t>(n);
+  for (size_t i = 0; i < n; ++i) {
+    t.shape[i] = nb::cast<int64_t>(shape[i]);
+    t.strides[i] = nb::cast<int64_t>(strides[i]);
+  }
+  t.device_type = nb::cast<int32_t>(tup[5]);
+  t.device_id = nb::cast<int32_t>(tup[6]);
+  return t;
+}
+
+// A DLPack-exporting object (NumPy, JAX, ...) as a descriptor, through nanobind's importer.
+nb::tuple dlpack_descriptor(nb::ndarray<nb::ro> a) {
+  nb::list shape, strides;
+  for (size_t i = 0; i < a.ndim(); ++i) {
+    shape.append(a.shape(i));
+    strides.append(a.stride(i));
+  }
+  const nb::dlpack::dtype dt = a.dtype();
+  return nb::make_tuple(reinterpret_cast<uintptr_t>(a.data()), int(dt.code), int(dt.bits), nb::tuple(shape), nb::tuple(strides), a.device_type(),
+                        a.device_id());
+}
+
+}  // namespace
+
+NB_MODULE(_cubinrt, m) {
+  m.doc() = "cubinrt's C ABI (use the cubinrt package, not this module)";
+  m.def("_set_error_type", [](nb::object e) { g_error = e; });
+  m.def("version", [] { return std::string(cubinrt_version()); });
+  m.def("c_api_version", [] { return cubinrt_c_api_version(); });
+
+  nb::class_<Runtime>(m, "Runtime")
+      .def("__init__",
+           [](Runtime* self, int device, std::optional<std::string> uuid, std::optional<std::string> bundle, bool lazy, bool self_check,
+              std::vector<Key> required) {
+             std::vector<cubinrt_decode_key> keys = c_keys(required);
+             cubinrt_runtime_options o = options(device, uuid, bundle, lazy, self_check, keys);
+             cubinrt_runtime* h = nullptr;
+             check(cubinrt_runtime_create(&o, &h));
+             new (self) Runtime{h};
+           },
+           nb::arg("device"), nb::arg("uuid").none(), nb::arg("bundle").none(), nb::arg("lazy"), nb::arg("self_check"), nb::arg("required"))
+      .def("device",
+           [](const Runtime& r) {
+             cubinrt_device_info d;
+             cubinrt_device_info_init(&d);
+             check(cubinrt_runtime_device(r.h, &d));
+             nb::dict out;
+             out["ordinal"] = d.ordinal, out["name"] = std::string(d.name), out["uuid"] = std::string(d.uuid), out["sm"] = d.sm;
+             out["driver_version"] = d.driver_version, out["multiprocessors"] = d.multiprocessors;
+             return out;
+           })
+      .def("bundle",
+           [](const Runtime& r) {
+             cubinrt_bundle_info b;
+             cubinrt_bundle_info_init(&b);
+             check(cubinrt_runtime_bundle(r.h, &b));
+             nb::dict out;
+             out["name"] = std::string(b.name), out["entries"] = b.entries, out["bytes"] = b.bytes, out["generator"] = std::string(b.generator);
+             out["toolkit"] = std::string(b.toolkit), out["manifest_version"] = b.manifest_version, out["min_driver_version"] = b.min_driver_version;
+             return out;
+           })
+      .def("supports",
+           [](const Runtime& r, Key k) {
+             cubinrt_decode_key key{std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k)};
+             int32_t ok = 0;
+             char reason[1024];
+             check(cubinrt_decode_supports(r.h, &key, &ok, reason, sizeof reason));
+             return std::make_pair(ok != 0, std::string(reason));
+           })
+      .def("available", [](const Runtime& r) {
+        size_t n = 0;
+        check(cubinrt_decode_available(r.h, nullptr, 0, &n));
+        std::vector<cubinrt_decode_key> keys(n);
+        check(cubinrt_decode_available(r.h, keys.data(), keys.size(), &n));
+        std::vector<Key> out;
+        for (size_t i = 0; i < std::min(n, keys.size()); ++i) out.emplace_back(keys[i].head_dim, keys[i].q_dtype, keys[i].kv_dtype, keys[i].page_size);
+        return out;
+      });
+
+  nb::class_<Plan>(m, "DecodePlan")
+      .def("__init__",
+           [](Plan* self, nb::object runtime, uint32_t batch, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, int32_t q_dtype,
+              int32_t kv_storage, int32_t kv_declared, uint32_t page_size, int32_t layout, uint32_t block_table_stride, uint32_t max_seq_len,
+              int32_t num_splits, int32_t merge) {
+             const Runtime& r = nb::cast<const Runtime&>(runtime);
+             cubinrt_decode_shape s;
+             cubinrt_decode_shape_init(&s);
+             s.batch = batch, s.num_q_heads = num_q_heads, s.num_kv_heads = num_kv_heads, s.head_dim = head_dim;
+             s.q_dtype = q_dtype, s.kv_storage = kv_storage, s.kv_declared = kv_declared, s.page_size = page_size, s.layout = layout;
+             s.block_table_stride = block_table_stride, s.max_seq_len = max_seq_len, s.num_splits = num_splits, s.merge = merge;
+             cubinrt_decode_plan* h = nullptr;
+             check(cubinrt_decode_plan_create(r.h, &s, &h));
+             new (self) Plan{h, runtime};
+           })
+      .def("info",
+           [](const Plan& p) {
+             cubinrt_decode_plan_info i;
+             cubinrt_decode_plan_info_init(&i);
+             check(cubinrt_decode_plan_info_get(p.h, &i));
+             return nb::make_tuple(i.workspace_bytes, i.num_splits, i.merge, std::string(i.kernel));
+           })
+      // The hot path: descriptors in, one C call, nothing allocated on success.
+      .def("launch",
+           [](const Plan& p, nb::handle q, nb::handle k, nb::handle v, nb::handle block_table, nb::handle seq_lens, nb::handle out, nb::handle lse,
+              int32_t kv_declared, float k_scale, float v_scale, float softmax_scale, uintptr_t workspace, uint64_t workspace_bytes, uintptr_t stream) {
+             cubinrt_decode_args a;
+             cubinrt_decode_args_init(&a);
+             a.q = tensor(q, "q"), a.k = tensor(k, "k"), a.v = tensor(v, "v");
+             a.block_table = tensor(block_table, "block_table"), a.seq_lens = tensor(seq_lens, "seq_lens");
+             a.out = tensor(out, "out"), a.lse = tensor(lse, "lse");
+             a.kv_declared = kv_declared, a.k_scale = k_scale, a.v_scale = v_scale, a.softmax_scale = softmax_scale;
+             a.workspace = reinterpret_cast<void*>(workspace), a.workspace_bytes = workspace_bytes;
+             cubinrt_status s;
+             {
+               nb::gil_scoped_release unlocked;
+               s = cubinrt_decode_plan_launch(p.h, &a, reinterpret_cast<void*>(stream));
+             }
+             check(s);
+           },
+           nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(), nb::arg("block_table").none(), nb::arg("seq_lens").none(),
+           nb::arg("out").none(), nb::arg("lse").none(), nb::arg("kv_declared"), nb::arg("k_scale"), nb::arg("v_scale"),
+           nb::arg("softmax_scale"), nb::arg("workspace"), nb::arg("workspace_bytes"), nb::arg("stream"));
+
+  m.def("selfcheck", [](int device, std::optional<std::string> bundle, bool known_answer) {
+    std::optional<std::string> uuid;
+    std::vector<cubinrt_decode_key> keys;
+    cubinrt_runtime_options o = options(device, uuid, bundle, true, false, keys);
+    cubinrt_selfcheck_result r;
+    cubinrt_selfcheck_result_init(&r);
+    const cubinrt_status s = cubinrt_selfcheck(&o, known_answer, &r);
+    if (s != CUBINRT_SUCCESS && s != CUBINRT_ERROR_SELF_CHECK_FAILED) raise(s);
+    return nb::make_tuple(r.passed != 0, r.no_gpu != 0, r.total_ms, std::string(r.report));
+  }, nb::arg("device"), nb::arg("bundle").none(), nb::arg("known_answer"));
+  m.def("dlpack_descriptor", &dlpack_descriptor);
+}
