@@ -53,6 +53,15 @@ for step in "$@"; do
         ./$D/cubinrt_bench --quick --only "$only" 2>&1 | grep -E "\| bf16 \||read band"
         python3 bench/sdpa_baseline.py --only "$only" 2>&1 | grep -E "flash|cudnn"
       done 2>&1 | tee "$OUT/versus.log" ;;
+    python)  # the Python package (a cp312 wheel staged in $D/wheels) with torch: layouts, graph capture,
+      # the vLLM-style example, host overhead per call
+      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cubinrt-site $D/wheels/cubinrt-*.whl; rc=$((rc | $?))
+      PYTHONPATH=/tmp/cubinrt-site CUBINRT_OVERHEAD=$OUT/overhead.md PYTHONUNBUFFERED=1 \
+        python3 -m unittest discover -s python/tests -v 2>&1 | tee "$OUT/python.log"; rc=$((rc | PIPESTATUS[0])) ;;
+    consumers)  # the C and C++17 consumers of the installed library, launching for real
+      for c in consumer_c consumer_cpp17; do
+        echo "== $c"; CUBINRT_CONSUMER_GPU=1 LD_LIBRARY_PATH=$PWD/$D/lib ./$D/$c; rc=$((rc | $?))
+      done 2>&1 | tee "$OUT/consumers.log" ;;
     sdpa)
       PYTHONUNBUFFERED=1 python3 bench/sdpa_baseline.py 2>&1 | tee "$OUT/sdpa.log"; rc=$((rc | PIPESTATUS[0])) ;;
     *) echo "unknown step $step"; rc=1 ;;

@@ -1,0 +1,241 @@
+"""The Python package on a GPU, through torch: every KV layout an engine hands over (vLLM's
+one-tensor cache NHD and heads-first, FlashInfer's separate NHD and HND caches), q sliced from a
+fused QKV projection, strided out and lse, against a float64 reference; CUDA-graph capture and
+replay with changing lengths, eager and through the torch custom op; the vLLM-style backend
+example. Skips, saying why, without torch or a GPU. CUBINRT_OVERHEAD=path also measures host
+microseconds per call and writes them there."""
+import math
+import os
+import sys
+import time
+import unittest
+
+try:
+    import torch
+    HAVE_GPU = torch.cuda.is_available()
+    WHY = "" if HAVE_GPU else "torch sees no CUDA device"
+except ImportError:
+    torch, HAVE_GPU, WHY = None, False, "torch is not installed"
+
+import cubinrt
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+
+
+def tolerance(q_dtype):
+    return 1e-2 if q_dtype == torch.bfloat16 else 2e-3  # as ref::tolerance (reference.cpp)
+
+
+def reference(q, k, v, block_table, seq_lens, kv_dtype, k_scale, v_scale):
+    """float64 attention: q [B, Hq, D]; k, v [pages, P, Hkv, D] views (any strides) holding the
+    KV encoding in their storage dtype (uint8 FP8 decoded as kv_dtype)."""
+    def decode(x, scale):
+        if x.dtype == torch.uint8:
+            x = x.view(kv_dtype)
+        return x.to(torch.float64) * scale
+    B, Hq, D = q.shape
+    P, Hkv = k.shape[1], k.shape[2]
+    out = torch.empty(B, Hq, D, dtype=torch.float64, device=q.device)
+    lse = torch.empty(B, Hq, dtype=torch.float64, device=q.device)
+    for b in range(B):
+        n = int(seq_lens[b])
+        pages = block_table[b, : (n + P - 1) // P].long()
+        kb = decode(k[pages].reshape(-1, Hkv, D)[:n], k_scale)
+        vb = decode(v[pages].reshape(-1, Hkv, D)[:n], v_scale)
+        for h in range(Hq):
+            g = h // (Hq // Hkv)
+            s = kb[:, g] @ q[b, h].to(torch.float64) / math.sqrt(D)
+            lse[b, h] = torch.logsumexp(s, 0)
+            out[b, h] = torch.softmax(s, 0) @ vb[:, g]
+    return out, lse
+
+
+def rel(got, want):
+    return (torch.linalg.norm(got.to(torch.float64) - want) / torch.linalg.norm(want)).item()
+
+
+def fp8_codes(shape, gen, device):
+    """Random FP8 codes finite and below 4 in both encodings (as the C++ reference makes them)."""
+    x = torch.randint(0, 256, shape, generator=gen, dtype=torch.int32).to(torch.uint8)
+    mag = x & 0x7F
+    ok = mag < 0x40  # e4m3 < 2 and e5m2 < 2
+    return torch.where(ok, x, x & 0xBF).to(device)
+
+
+@unittest.skipUnless(HAVE_GPU, WHY)
+class OnTheGpu(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.rt = cubinrt.Runtime(torch.cuda.current_device())
+        cls.gen = torch.Generator().manual_seed(7)
+
+    def problem(self, B=3, Hq=16, Hkv=2, D=128, P=16, q_dtype=torch.bfloat16, fp8=None, lens=(1, 77, 1000)):
+        dev = "cuda"
+        row = max(math.ceil(n / P) for n in lens) + 1
+        pages = B * row + 3
+        qkv = (torch.rand(B, (Hq + 2 * Hkv) * D, generator=self.gen) * 2 - 1).to(q_dtype).to(dev)
+        q = qkv[:, : Hq * D].view(B, Hq, D)  # a view of the fused projection: batch stride (Hq + 2 Hkv) D
+        perm = torch.randperm(pages, generator=self.gen)[: B * row].view(B, row).to(torch.int32).to(dev)
+        seq_lens = torch.tensor(lens, dtype=torch.int32, device=dev)
+        return q, perm, seq_lens, pages
+
+    def cache(self, pages, P, Hkv, D, dtype, fp8, heads_first):
+        """vLLM's one tensor: [pages, 2, P, Hkv, D] or [pages, 2, Hkv, P, D]."""
+        shape = (pages, 2, Hkv, P, D) if heads_first else (pages, 2, P, Hkv, D)
+        if fp8:
+            return fp8_codes(shape, self.gen, "cuda")
+        return (torch.rand(shape, generator=self.gen) * 2 - 1).to(dtype).to("cuda")
+
+    def check(self, q, k, v, table, lens, kv_dtype_name, q_dtype, declared, storage, layout="nhd", k_scale=1.0, v_scale=1.0,
+              strided_out=False, **plan_kw):
+        B, Hq, D = q.shape
+        kv_dt = {"fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2}.get(declared)
+        plan = cubinrt.DecodePlan(self.rt, batch=B, num_q_heads=Hq, num_kv_heads=k.shape[2] if layout == "nhd" else k.shape[1],
+                                  head_dim=D, q_dtype=kv_dtype_name, kv_storage=storage, kv_declared=declared,
+                                  page_size=k.shape[1] if layout == "nhd" else k.shape[2], layout=layout,
+                                  block_table_stride=table.shape[1], **plan_kw)
+        out_store = torch.full((B, Hq, D + 64) if strided_out else (B, Hq, D), float("nan"), dtype=q_dtype, device="cuda")
+        out = out_store[:, :, :D]
+        lse_store = torch.full((Hq, B), float("nan"), dtype=torch.float32, device="cuda")
+        lse = lse_store.t()  # strides (1, B)
+        ws = torch.zeros(plan.workspace_bytes, dtype=torch.uint8, device="cuda") if plan.workspace_bytes else None
+        plan.run(q, k, v, table, lens, out, lse=lse, k_scale=k_scale, v_scale=v_scale, workspace=ws)
+        torch.cuda.synchronize()
+        kn, vn = (k, v) if layout == "nhd" else (k.permute(0, 2, 1, 3), v.permute(0, 2, 1, 3))
+        want, want_lse = reference(q, kn, vn, table, lens, kv_dt, k_scale, v_scale)
+        err, lse_err = rel(out, want), rel(lse, want_lse)
+        self.assertLessEqual(err, tolerance(q_dtype), plan.kernel)
+        self.assertLessEqual(lse_err, tolerance(q_dtype), plan.kernel)
+        return err
+
+    def test_every_layout_matches_float64(self):
+        rows = []
+        D, P, Hkv = 128, 16, 2
+        for name, q_dtype, fp8, declared in [("bf16", torch.bfloat16, False, None), ("fp16", torch.float16, True, "fp8_e4m3"),
+                                             ("bf16", torch.bfloat16, True, "fp8_e5m2")]:
+            q, table, lens, pages = self.problem(q_dtype=q_dtype)
+            storage = "uint8" if fp8 else name
+            # vLLM, NHD and heads-first: K and V are views of one tensor.
+            for heads_first in (False, True):
+                cache = self.cache(pages, P, Hkv, D, q_dtype, fp8, heads_first)
+                k, v = cache[:, 0], cache[:, 1]
+                if heads_first:  # the same memory as NHD-shaped views with heads-first strides
+                    k, v = k.permute(0, 2, 1, 3), v.permute(0, 2, 1, 3)
+                err = self.check(q, k, v, table, lens, name, q_dtype, declared, storage, k_scale=0.75, v_scale=1.25, strided_out=True)
+                rows.append((f"vLLM one tensor {'HND' if heads_first else 'NHD'}", name, declared or name, err))
+            # FlashInfer: separate K and V caches, NHD and HND (layout named, contiguous).
+            for layout in ("nhd", "hnd"):
+                shape = (pages, P, Hkv, D) if layout == "nhd" else (pages, Hkv, P, D)
+                k = fp8_codes(shape, self.gen, "cuda") if fp8 else (torch.rand(shape, generator=self.gen) * 2 - 1).to(q_dtype).cuda()
+                v = fp8_codes(shape, self.gen, "cuda") if fp8 else (torch.rand(shape, generator=self.gen) * 2 - 1).to(q_dtype).cuda()
+                err = self.check(q, k, v, table, lens, name, q_dtype, declared, storage, layout=layout, num_splits=3, merge="workspace")
+                rows.append((f"separate K, V {layout.upper()} (3 splits)", name, declared or name, err))
+        report = "\n".join(f"| {a} | {b} | {c} | {e:.2e} |" for a, b, c, e in rows)
+        print("\n| layout | q | KV | rel. error |\n|---|---|---|---|\n" + report)
+
+    def test_typed_float8_storage_is_its_own_declaration(self):
+        q, table, lens, pages = self.problem(q_dtype=torch.float16)
+        cache = self.cache(pages, 16, 2, 128, None, True, False).view(torch.float8_e4m3fn)
+        self.check(q, cache[:, 0], cache[:, 1], table, lens, "fp16", torch.float16, "fp8_e4m3", "fp8_e4m3")
+
+    def test_vllm_backend_under_graph_capture_with_changing_lengths(self):
+        from vllm_backend import CubinrtDecodeBackend
+        self.assertIn(128, CubinrtDecodeBackend.get_supported_head_sizes())
+        ok, why = CubinrtDecodeBackend.supports_combination(512, torch.bfloat16, "auto", 16)
+        major = torch.cuda.get_device_capability()[0]
+        if major != 10:
+            self.assertFalse(ok)
+            with self.assertRaises(cubinrt.Error) as e:
+                CubinrtDecodeBackend(num_heads=16, head_size=512, num_kv_heads=2, dtype=torch.bfloat16)
+            self.assertIn("head_dim=512 is built for sm_100a and sm_103a only", str(e.exception))
+        ok, why = CubinrtDecodeBackend.supports_combination(128, torch.bfloat16, "nvfp4", 16)
+        self.assertFalse(ok)
+        self.assertIn("not served by cubinrt", why)
+
+        B, Hq, Hkv, D, P = 4, 32, 4, 128, 16
+        backend = CubinrtDecodeBackend(num_heads=Hq, head_size=D, num_kv_heads=Hkv, kv_cache_dtype="fp8", block_size=P, dtype=torch.bfloat16)
+        q, table, lens, pages = self.problem(B=B, Hq=Hq, Hkv=Hkv, lens=(5, 300, 1000, 2049))
+        cache = self.cache(pages, P, Hkv, D, None, True, False)
+        out = torch.empty(B, Hq, D, dtype=torch.bfloat16, device="cuda")
+        plan, ws = backend.plan(B, table.shape[1])
+        # Warm up eagerly, then capture one decode step, eager launch and the custom op both.
+        backend.forward(q, cache, table, lens, "fp8", 0.5, 0.5, out=out)
+        out_op = torch.empty_like(out)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(stream):
+            with torch.cuda.graph(graph, stream=stream):
+                backend.forward(q, cache, table, lens, "fp8", 0.5, 0.5, out=out)
+                torch.ops.cubinrt.paged_decode(q, cache[:, 0], cache[:, 1], table, lens, out_op, ws, plan.op_id, 0.5, 0.5, 0.0)
+        torch.cuda.current_stream().wait_stream(stream)
+        for step, new_lens in enumerate([(5, 300, 1000, 2049), (6, 301, 17, 2049), (1, 1, 1, 1), (64, 128, 999, 2000)]):
+            lens.copy_(torch.tensor(new_lens, dtype=torch.int32))
+            out.fill_(float("nan"))
+            out_op.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            want, _ = reference(q, cache[:, 0], cache[:, 1], table, lens, torch.float8_e4m3fn, 0.5, 0.5)
+            self.assertLessEqual(rel(out, want), tolerance(torch.bfloat16), f"replay {step} lengths {new_lens}")
+            self.assertLessEqual(rel(out_op, want), tolerance(torch.bfloat16), f"replay {step} (custom op) lengths {new_lens}")
+
+    def test_bad_tensors_raise(self):
+        q, table, lens, pages = self.problem()
+        cache = self.cache(pages, 16, 2, 128, torch.bfloat16, False, False)
+        plan = cubinrt.DecodePlan(self.rt, batch=3, num_q_heads=16, num_kv_heads=2, head_dim=128, q_dtype="bf16", kv_storage="bf16",
+                                  page_size=16, block_table_stride=table.shape[1])
+        out = torch.empty(3, 16, 128, dtype=torch.bfloat16, device="cuda")
+        with self.assertRaises(cubinrt.Error) as e:
+            plan.run(q.cpu(), cache[:, 0], cache[:, 1], table, lens, out)
+        self.assertIn("q is on DLPack device type 1 (CPU)", str(e.exception))
+        with self.assertRaises(cubinrt.Error) as e:
+            plan.run(q.to(torch.float16), cache[:, 0], cache[:, 1], table, lens, out)
+        self.assertIn("q has dtype float16", str(e.exception))
+        with self.assertRaises(cubinrt.Error) as e:
+            plan.run(q, cache[:, 0], cache[:, 1], table.to(torch.int64), lens, out)
+        self.assertIn("block_table has dtype another dtype", str(e.exception))
+
+    @unittest.skipUnless(os.environ.get("CUBINRT_OVERHEAD"), "CUBINRT_OVERHEAD=<file> measures host overhead")
+    def test_host_overhead_per_call(self):
+        """Host microseconds per eager call at batch 1, 128 tokens: cubinrt's Python path, its C ABI
+        path with prebuilt descriptors (the C++ launch plus one nanobind call), and a bare kernel
+        launch through torch, in the same process."""
+        q, table, lens, pages = self.problem(B=1, Hq=32, Hkv=8, lens=(128,))
+        cache = self.cache(pages, 16, 8, 128, None, True, False)
+        plan = cubinrt.DecodePlan(self.rt, batch=1, num_q_heads=32, num_kv_heads=8, head_dim=128, q_dtype="bf16", kv_storage="uint8",
+                                  kv_declared="fp8_e4m3", page_size=16, block_table_stride=table.shape[1], max_seq_len=128)
+        out = torch.empty(1, 32, 128, dtype=torch.bfloat16, device="cuda")
+        ws = torch.zeros(max(plan.workspace_bytes, 1), dtype=torch.uint8, device="cuda")
+        k, v = cache[:, 0], cache[:, 1]
+        stream = torch._C._cuda_getCurrentRawStream(0)
+        desc = [cubinrt._descriptor(t, "x") for t in (q, k, v, table, lens, out)]
+        small = torch.zeros(1, device="cuda")
+
+        def timed(fn, n=2000):
+            for _ in range(200):
+                fn()
+            torch.cuda.synchronize()
+            best = float("inf")
+            for _ in range(5):  # the best of 5 batches of n calls, each followed by one sync
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                t1 = time.perf_counter()
+                torch.cuda.synchronize()
+                best = min(best, (t1 - t0) / n * 1e6)
+            return best
+
+        py = timed(lambda: plan.run(q, k, v, table, lens, out, k_scale=0.5, v_scale=0.5, workspace=ws))
+        c = timed(lambda: plan._plan.launch(*desc, None, 3, 0.5, 0.5, 0.0, ws.data_ptr(), plan.workspace_bytes, stream))
+        bare = timed(lambda: small.add_(1.0))
+        op = timed(lambda: torch.ops.cubinrt.paged_decode(q, k, v, table, lens, out, ws, plan.op_id, 0.5, 0.5, 0.0), n=500)
+        text = (f"| path (batch 1, 128 tokens, FP8 D128, GQA 4) | host us per call |\n|---|---|\n"
+                f"| plan.run (torch tensors) | {py:.2f} |\n| C ABI launch, prebuilt descriptors (one nanobind call) | {c:.2f} |\n"
+                f"| bare kernel launch (torch in-place add) | {bare:.2f} |\n| torch.ops.cubinrt.paged_decode (custom op) | {op:.2f} |\n")
+        print("\n" + text)
+        with open(os.environ["CUBINRT_OVERHEAD"], "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    unittest.main()
