@@ -21,6 +21,9 @@ static int (*mem_free)(devptr);
 static int (*copy_in)(devptr, const void*, size_t);
 static int (*copy_out)(void*, devptr, size_t);
 static int (*synchronize)(void);
+static int (*cu_init)(unsigned);
+static int (*retain_primary)(void**, int);
+static int (*set_current)(void*);
 
 static int failures = 0;
 #define CHECK(cond, ...)                                   \
@@ -79,7 +82,15 @@ int main(void) {
   copy_in = (int (*)(devptr, const void*, size_t))dlsym(cuda, "cuMemcpyHtoD_v2");
   copy_out = (int (*)(void*, devptr, size_t))dlsym(cuda, "cuMemcpyDtoH_v2");
   synchronize = (int (*)(void))dlsym(cuda, "cuCtxSynchronize");
-  if (!mem_alloc || !mem_free || !copy_in || !copy_out || !synchronize) return printf("FAIL libcuda.so.1 lacks an entry point\n"), 1;
+  cu_init = (int (*)(unsigned))dlsym(cuda, "cuInit");
+  retain_primary = (int (*)(void**, int))dlsym(cuda, "cuDevicePrimaryCtxRetain");
+  set_current = (int (*)(void*))dlsym(cuda, "cuCtxSetCurrent");
+  if (!mem_alloc || !mem_free || !copy_in || !copy_out || !synchronize || !cu_init || !retain_primary || !set_current)
+    return printf("FAIL libcuda.so.1 lacks an entry point\n"), 1;
+  /* The engine's own context: device 0's primary context, current on this thread (cubinrt
+   * launches in the caller's current context and loads into the primary one). */
+  void* context = NULL;
+  if (cu_init(0) != 0 || retain_primary(&context, 0) != 0 || set_current(context) != 0) return printf("FAIL no CUDA context\n"), 1;
 
   printf("cubinrt %s, C ABI %u\n", cubinrt_version(), cubinrt_c_api_version());
   CHECK(cubinrt_c_api_version() == CUBINRT_C_API_VERSION, "C ABI version %u, header %d", cubinrt_c_api_version(), CUBINRT_C_API_VERSION);

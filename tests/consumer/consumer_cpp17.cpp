@@ -66,6 +66,13 @@ int main() {
                   reinterpret_cast<int (*)(devptr, const void*, size_t)>(dlsym(h, "cuMemcpyHtoD_v2")),
                   reinterpret_cast<int (*)(void*, devptr, size_t)>(dlsym(h, "cuMemcpyDtoH_v2")), reinterpret_cast<int (*)()>(dlsym(h, "cuCtxSynchronize"))};
   if (!cuda.alloc || !cuda.release || !cuda.in || !cuda.out || !cuda.sync) return std::printf("FAIL libcuda.so.1 lacks an entry point\n"), 1;
+  // The engine's own context: device 0's primary context, current on this thread.
+  auto cu_init = reinterpret_cast<int (*)(unsigned)>(dlsym(h, "cuInit"));
+  auto retain = reinterpret_cast<int (*)(void**, int)>(dlsym(h, "cuDevicePrimaryCtxRetain"));
+  auto set_current = reinterpret_cast<int (*)(void*)>(dlsym(h, "cuCtxSetCurrent"));
+  void* context = nullptr;
+  if (!cu_init || !retain || !set_current || cu_init(0) != 0 || retain(&context, 0) != 0 || set_current(context) != 0)
+    return std::printf("FAIL no CUDA context\n"), 1;
 
   cubinrt_runtime_options o;
   cubinrt_runtime_options_init(&o);

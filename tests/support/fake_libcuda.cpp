@@ -32,3 +32,6 @@ CUBINRT_EXPORT_ CUresult cuMemFree_v2(CUdeviceptr p) { return table().cuMemFree(
 CUBINRT_EXPORT_ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) { return table().cuMemcpyHtoD(dst, src, n); }
 CUBINRT_EXPORT_ CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) { return table().cuMemcpyDtoH(dst, src, n); }
 CUBINRT_EXPORT_ CUresult cuCtxSynchronize() { return table().cuCtxSynchronize(); }
+CUBINRT_EXPORT_ CUresult cuInit(unsigned flags) { return table().cuInit(flags); }
+CUBINRT_EXPORT_ CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) { return table().cuDevicePrimaryCtxRetain(c, d); }
+CUBINRT_EXPORT_ CUresult cuCtxSetCurrent(CUcontext c) { return table().cuCtxSetCurrent(c); }

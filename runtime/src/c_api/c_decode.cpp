@@ -82,7 +82,8 @@ std::string shape_text(const int64_t* v, int n) {
 struct Strides {
   int64_t v[CUBINRT_MAX_DIMS] = {};
 };
-Result<Strides> check_tensor(const char* name, const cubinrt_tensor& t, Elem want, std::span<const int64_t> shape, int ordinal) {
+// `rows`: the last dimension is head_dim (q, out, K, V), which the kernels read whole: stride 1.
+Result<Strides> check_tensor(const char* name, const cubinrt_tensor& t, Elem want, std::span<const int64_t> shape, int ordinal, bool rows = false) {
   auto bad = [&](std::string m) { return fail(Errc::invalid_argument, fmt::format("paged decode launch: {} {}", name, m)); };
   if (t.data == nullptr) return bad("is missing (its data pointer is NULL)");
   if (t.device_type != CUBINRT_DL_CUDA && t.device_type != CUBINRT_DL_CUDA_MANAGED)
@@ -106,7 +107,7 @@ Result<Strides> check_tensor(const char* name, const cubinrt_tensor& t, Elem wan
     return s;
   }
   for (int i = 0; i < n; ++i) s.v[i] = t.strides[i];
-  if (t.shape[n - 1] > 1 && s.v[n - 1] != 1)
+  if (rows && t.shape[n - 1] > 1 && s.v[n - 1] != 1)
     return bad(fmt::format("has innermost stride {}; its last dimension must be contiguous (stride 1)", s.v[n - 1]));
   return s;
 }
@@ -196,15 +197,15 @@ cubinrt_status cubinrt_decode_plan_launch(const cubinrt_decode_plan* plan, const
     const Elem q_elem = elem_of(s.q_dtype), kv_elem = elem_of(s.kv_storage);
 
     DecodeArgs a;
-    const std::array<int64_t, 3> rows{B, Hq, D};
-    const Strides q = CUBINRT_TRY(check_tensor("q", c.q, q_elem, rows, ordinal));
-    const Strides out = CUBINRT_TRY(check_tensor("out", c.out, q_elem, rows, ordinal));
+    const std::array<int64_t, 3> q_shape{B, Hq, D};
+    const Strides q = CUBINRT_TRY(check_tensor("q", c.q, q_elem, q_shape, ordinal, true));
+    const Strides out = CUBINRT_TRY(check_tensor("out", c.out, q_elem, q_shape, ordinal, true));
     // K and V: the page count is theirs (the cache's size); the rest is the plan's.
     const int64_t pages = c.k.ndim == 4 ? c.k.shape[0] : 0;
     const bool nhd = s.layout == KvLayout::nhd;
     const std::array<int64_t, 4> kv_shape = nhd ? std::array<int64_t, 4>{pages, P, Hkv, D} : std::array<int64_t, 4>{pages, Hkv, P, D};
-    const Strides k = CUBINRT_TRY(check_tensor("k", c.k, kv_elem, kv_shape, ordinal));
-    const Strides v = CUBINRT_TRY(check_tensor("v", c.v, kv_elem, kv_shape, ordinal));
+    const Strides k = CUBINRT_TRY(check_tensor("k", c.k, kv_elem, kv_shape, ordinal, true));
+    const Strides v = CUBINRT_TRY(check_tensor("v", c.v, kv_elem, kv_shape, ordinal, true));
     const Strides table = CUBINRT_TRY(check_tensor("block_table", c.block_table, Elem::int32, std::array<int64_t, 2>{B, s.block_table_stride}, ordinal));
     if ((B > 1 && table.v[0] != s.block_table_stride) || (s.block_table_stride > 1 && table.v[1] != 1))
       return fail(Errc::invalid_argument, fmt::format("paged decode launch: block_table has strides ({}, {}); its rows must be contiguous "
