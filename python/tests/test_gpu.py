@@ -29,10 +29,11 @@ def tolerance(q_dtype):
 def reference(q, k, v, block_table, seq_lens, kv_dtype, k_scale, v_scale):
     """float64 attention: q [B, Hq, D]; k, v [pages, P, Hkv, D] views (any strides) holding the
     KV encoding in their storage dtype (uint8 FP8 decoded as kv_dtype)."""
-    def decode(x, scale):
+    def decode(x, scale):  # the scales dequantise FP8 KV only (as in vLLM); 16-bit KV is taken as is
         if x.dtype == torch.uint8:
             x = x.view(kv_dtype)
-        return x.to(torch.float64) * scale
+        fp8 = x.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
+        return x.to(torch.float64) * (scale if fp8 else 1.0)
     B, Hq, D = q.shape
     P, Hkv = k.shape[1], k.shape[2]
     out = torch.empty(B, Hq, D, dtype=torch.float64, device=q.device)
