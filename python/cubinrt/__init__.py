@@ -58,8 +58,12 @@ try:  # torch is optional: it gives the fast path for its tensors and the curren
         _torch.int32: (0, 32), _torch.int64: (0, 64), _torch.float8_e4m3fn: (10, 8), _torch.float8_e5m2: (12, 8),
     }
     _current_stream = _torch._C._cuda_getCurrentRawStream
+    # torch without DLPack's C exchange API: its current stream from Python.
+    _cubinrt._set_stream_fn(lambda q: _current_stream(q.get_device()) if isinstance(q, _torch.Tensor) and q.is_cuda else 0)
 except Exception:  # pragma: no cover - no torch
     _torch = None
+
+_cubinrt._set_descriptor_fn(lambda t, name: _descriptor(t, name))
 
 _CAI_TYPES = {"<f2": (2, 16), "<f4": (2, 32), "|u1": (1, 8), "<i4": (0, 32), "<i8": (0, 64)}
 
@@ -141,23 +145,11 @@ class DecodePlan:
 
     def run(self, q, k, v, block_table, seq_lens, out, *, lse=None, k_scale: float = 1.0, v_scale: float = 1.0,
             softmax_scale: float = 0.0, workspace=None, stream: int | None = None) -> None:
-        """Launches on `stream` (a CUstream as int); default: torch's current stream for torch
-        tensors, else the legacy default stream. `workspace`: zeroed device memory of
-        workspace_bytes when the plan has any (it stays zeroed after each complete launch)."""
-        if stream is None:
-            stream = _current_stream(q.get_device()) if _torch is not None and isinstance(q, _torch.Tensor) else 0
-        ws = _descriptor(workspace, "workspace") if workspace is not None else None
-        if self.workspace_bytes and ws is None:
-            raise Error(f"paged decode launch: this plan splits the KV range {self.num_splits} ways and needs a zeroed workspace of "
-                        f"{self.workspace_bytes} bytes (workspace=)", 1, "CUBINRT_ERROR_INVALID_ARGUMENT")
-        ws_bytes = 0
-        if ws is not None:
-            ws_bytes = ws[2] // 8
-            for extent in ws[3]:
-                ws_bytes *= extent
-        self._plan.launch(_descriptor(q, "q"), _descriptor(k, "k"), _descriptor(v, "v"), _descriptor(block_table, "block_table"),
-                          _descriptor(seq_lens, "seq_lens"), _descriptor(out, "out"), _descriptor(lse, "lse"), self._declared,
-                          k_scale, v_scale, softmax_scale, ws[0] if ws else 0, ws_bytes, stream)
+        """Launches on `stream` (a CUstream as int); default: the tensors' framework's current
+        stream (torch's, through DLPack's C exchange API), else the legacy default stream.
+        `workspace`: zeroed device memory of workspace_bytes when the plan has any (it stays zeroed
+        after each complete launch)."""
+        self._plan.run(q, k, v, block_table, seq_lens, out, lse, self._declared, k_scale, v_scale, softmax_scale, workspace, stream)
 
 
 def selfcheck(device: int = 0, *, bundle_path: str | None = None, known_answer: bool = True):

@@ -10,6 +10,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,10 +21,12 @@ namespace nb = nanobind;
 
 namespace {
 
-nb::object g_error;  // cubinrt.Error, set by the package at import
+// Set by the package at import and kept for the life of the process (handles, not objects: no
+// reference is dropped after the interpreter is gone).
+nb::handle g_error;  // cubinrt.Error
 
 [[noreturn]] void raise(cubinrt_status s) {
-  nb::object e = g_error.is_valid() ? g_error : nb::borrow(PyExc_RuntimeError);
+  nb::handle e = g_error.is_valid() ? g_error : nb::handle(PyExc_RuntimeError);
   PyErr_SetObject(e.ptr(), nb::make_tuple(std::string(cubinrt_last_error()), int(s), std::string(cubinrt_status_name(s))).ptr());
   throw nb::python_error();
 }
@@ -89,6 +92,130 @@ cubinrt_tensor tensor(nb::handle d, const char* name) {
   return t;
 }
 
+// DLPack's C exchange API (DLPack 1.2+): a framework's tensor type may carry a capsule
+// "dlpack_exchange_api" whose functions fill a DLTensor from a tensor object, and give the
+// framework's current stream, in C with no Python call: the hot path for torch tensors. Declared
+// here as DLPack's ABI lays it out (stable C structs).
+struct DlDevice {
+  int32_t device_type;
+  int32_t device_id;
+};
+struct DlDataType {
+  uint8_t code, bits;
+  uint16_t lanes;
+};
+struct DlTensor {
+  void* data;
+  DlDevice device;
+  int32_t ndim;
+  DlDataType dtype;
+  int64_t* shape;
+  int64_t* strides;  // NULL: C-contiguous
+  uint64_t byte_offset;
+};
+struct DlVersion {
+  uint32_t major, minor;
+};
+struct DlExchangeHeader {
+  DlVersion version;
+  DlExchangeHeader* prev_api;
+};
+struct DlExchangeApi {
+  DlExchangeHeader header;
+  void* managed_tensor_allocator;
+  void* managed_tensor_from_py_object_no_sync;
+  void* managed_tensor_to_py_object_no_sync;
+  int (*dltensor_from_py_object_no_sync)(void* py_object, DlTensor* out);
+  int (*current_work_stream)(int32_t device_type, int32_t device_id, void** out_stream);
+};
+
+// The exchange API of a tensor type, or null; looked up once per type (the capsule lives as long
+// as its type). The GIL serialises the cache.
+const DlExchangeApi* exchange_api(PyTypeObject* type) {
+  struct Entry {
+    PyTypeObject* type;
+    const DlExchangeApi* api;
+  };
+  static Entry cache[8];
+  static size_t used = 0;
+  for (size_t i = 0; i < used; ++i)
+    if (cache[i].type == type) return cache[i].api;
+  const DlExchangeApi* api = nullptr;
+  for (const char* name : {"__dlpack_c_exchange_api__", "__c_dlpack_exchange_api__"}) {
+    PyObject* capsule = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), name);
+    if (capsule == nullptr) {
+      PyErr_Clear();
+      continue;
+    }
+    if (PyCapsule_IsValid(capsule, "dlpack_exchange_api"))
+      api = static_cast<const DlExchangeApi*>(PyCapsule_GetPointer(capsule, "dlpack_exchange_api"));
+    Py_DECREF(capsule);
+    if (api != nullptr) break;
+  }
+  if (api != nullptr && (api->header.version.major != 1 || api->dltensor_from_py_object_no_sync == nullptr)) api = nullptr;
+  if (used < 8) cache[used++] = {type, api};
+  return api;
+}
+
+nb::handle g_descriptor;  // cubinrt._descriptor: the fallback for other tensor kinds
+nb::handle g_stream;      // q -> its framework's current stream, where q's type has no exchange API
+
+// Any tensor object as a cubinrt_tensor: through the exchange API when its type has one, else
+// through cubinrt._descriptor (CuPy, __cuda_array_interface__, DLPack). *api gets the API used.
+cubinrt_tensor any_tensor(nb::handle obj, const char* name, const DlExchangeApi** api_used = nullptr) {
+  if (obj.is_none()) return cubinrt_tensor{};
+  if (const DlExchangeApi* api = exchange_api(Py_TYPE(obj.ptr()))) {
+    DlTensor dl{};
+    if (api->dltensor_from_py_object_no_sync(obj.ptr(), &dl) != 0) throw nb::python_error();
+    cubinrt_tensor t{};
+    if (dl.ndim < 0 || dl.ndim > CUBINRT_MAX_DIMS)
+      throw nb::value_error((std::string(name) + " has " + std::to_string(dl.ndim) + " dimensions: cubinrt takes at most 6").c_str());
+    t.data = static_cast<char*>(dl.data) + dl.byte_offset;
+    t.dtype_code = dl.dtype.code, t.dtype_bits = dl.dtype.bits, t.dtype_lanes = dl.dtype.lanes;
+    t.ndim = dl.ndim;
+    for (int i = 0; i < dl.ndim; ++i) {
+      t.shape[i] = dl.shape[i];
+      t.strides[i] = dl.strides ? dl.strides[i] : 0;
+    }
+    t.device_type = dl.device.device_type, t.device_id = dl.device.device_id;
+    if (api_used) *api_used = api;
+    return t;
+  }
+  return tensor(g_descriptor(obj, name), name);
+}
+
+// Bytes a workspace tensor holds.
+uint64_t tensor_bytes(const cubinrt_tensor& t) {
+  uint64_t n = t.data ? uint64_t{t.dtype_bits} * t.dtype_lanes / 8 : 0;
+  for (int i = 0; i < t.ndim; ++i) n *= static_cast<uint64_t>(t.shape[i]);
+  return n;
+}
+
+// The launch arguments from tensor objects, and the stream: the given one, else the framework's
+// current stream for q's device (the exchange API's), else the legacy default stream.
+cubinrt_decode_args launch_args(nb::handle q, nb::handle k, nb::handle v, nb::handle block_table, nb::handle seq_lens, nb::handle out,
+                                nb::handle lse, int32_t kv_declared, float k_scale, float v_scale, float softmax_scale, nb::handle workspace,
+                                nb::handle stream, void** stream_out) {
+  cubinrt_decode_args a;
+  cubinrt_decode_args_init(&a);
+  const DlExchangeApi* q_api = nullptr;
+  a.q = any_tensor(q, "q", &q_api), a.k = any_tensor(k, "k"), a.v = any_tensor(v, "v");
+  a.block_table = any_tensor(block_table, "block_table"), a.seq_lens = any_tensor(seq_lens, "seq_lens");
+  a.out = any_tensor(out, "out"), a.lse = any_tensor(lse, "lse");
+  a.kv_declared = kv_declared, a.k_scale = k_scale, a.v_scale = v_scale, a.softmax_scale = softmax_scale;
+  const cubinrt_tensor ws = any_tensor(workspace, "workspace");
+  a.workspace = ws.data, a.workspace_bytes = tensor_bytes(ws);
+  *stream_out = nullptr;
+  if (!stream.is_none()) {
+    *stream_out = reinterpret_cast<void*>(nb::cast<uintptr_t>(stream));
+  } else if (q_api != nullptr && q_api->current_work_stream != nullptr && a.q.device_type == CUBINRT_DL_CUDA) {
+    if (q_api->current_work_stream(a.q.device_type, a.q.device_id, stream_out) != 0) throw nb::python_error();
+  } else if (q_api == nullptr && g_stream.is_valid() && !q.is_none()) {
+    *stream_out = reinterpret_cast<void*>(nb::cast<uintptr_t>(g_stream(q)));
+  }
+  return a;
+}
+
 // A DLPack-exporting object (NumPy, JAX, ...) as a descriptor, through nanobind's importer.
 nb::tuple dlpack_descriptor(nb::ndarray<nb::ro> a) {
   nb::list shape, strides;
@@ -105,7 +232,7 @@ nb::tuple dlpack_descriptor(nb::ndarray<nb::ro> a) {
 
 NB_MODULE(_cubinrt, m) {
   m.doc() = "cubinrt's C ABI (use the cubinrt package, not this module)";
-  m.def("_set_error_type", [](nb::object e) { g_error = e; });
+  m.def("_set_error_type", [](nb::object e) { g_error = e.release(); });
   m.def("version", [] { return std::string(cubinrt_version()); });
   m.def("c_api_version", [] { return cubinrt_c_api_version(); });
 
@@ -180,7 +307,39 @@ NB_MODULE(_cubinrt, m) {
              check(cubinrt_decode_plan_info_get(p.h, &i));
              return nb::make_tuple(i.workspace_bytes, i.num_splits, i.merge, std::string(i.kernel));
            })
-      // The hot path: descriptors in, one C call, nothing allocated on success.
+      // The hot path: tensor objects in (torch's through DLPack's C exchange API, with no Python
+      // call), one C call, nothing allocated on success.
+      .def("run",
+           [](const Plan& p, nb::handle q, nb::handle k, nb::handle v, nb::handle block_table, nb::handle seq_lens, nb::handle out, nb::handle lse,
+              int32_t kv_declared, float k_scale, float v_scale, float softmax_scale, nb::handle workspace, nb::handle stream) {
+             void* s = nullptr;
+             const cubinrt_decode_args a =
+                 launch_args(q, k, v, block_table, seq_lens, out, lse, kv_declared, k_scale, v_scale, softmax_scale, workspace, stream, &s);
+             cubinrt_status status;
+             {
+               nb::gil_scoped_release unlocked;
+               status = cubinrt_decode_plan_launch(p.h, &a, s);
+             }
+             check(status);
+           },
+           nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(), nb::arg("block_table").none(), nb::arg("seq_lens").none(),
+           nb::arg("out").none(), nb::arg("lse").none(), nb::arg("kv_declared"), nb::arg("k_scale"), nb::arg("v_scale"),
+           nb::arg("softmax_scale"), nb::arg("workspace").none(), nb::arg("stream").none())
+      // Host microseconds per launch of the C ABI itself (cubinrt_decode_plan_launch: the C++
+      // launch path), arguments made once, n launches back to back: the overhead benchmark's floor.
+      .def("_time_launches",
+           [](const Plan& p, nb::handle q, nb::handle k, nb::handle v, nb::handle block_table, nb::handle seq_lens, nb::handle out,
+              int32_t kv_declared, nb::handle workspace, int n) {
+             void* s = nullptr;
+             nb::handle none = nb::none();
+             const cubinrt_decode_args a =
+                 launch_args(q, k, v, block_table, seq_lens, out, none, kv_declared, 1.f, 1.f, 0.f, workspace, none, &s);
+             const auto t0 = std::chrono::steady_clock::now();
+             for (int i = 0; i < n; ++i) check(cubinrt_decode_plan_launch(p.h, &a, s));
+             const auto t1 = std::chrono::steady_clock::now();
+             return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
+           })
+      // Descriptors in (the Python-side conversion), for callers that build them.
       .def("launch",
            [](const Plan& p, nb::handle q, nb::handle k, nb::handle v, nb::handle block_table, nb::handle seq_lens, nb::handle out, nb::handle lse,
               int32_t kv_declared, float k_scale, float v_scale, float softmax_scale, uintptr_t workspace, uint64_t workspace_bytes, uintptr_t stream) {
@@ -202,6 +361,15 @@ NB_MODULE(_cubinrt, m) {
            nb::arg("out").none(), nb::arg("lse").none(), nb::arg("kv_declared"), nb::arg("k_scale"), nb::arg("v_scale"),
            nb::arg("softmax_scale"), nb::arg("workspace"), nb::arg("workspace_bytes"), nb::arg("stream"));
 
+  m.def("_set_descriptor_fn", [](nb::object f) { g_descriptor = f.release(); });
+  m.def("_set_stream_fn", [](nb::object f) { g_stream = f.release(); });
+  m.def("_has_exchange_api", [](nb::handle obj) { return exchange_api(Py_TYPE(obj.ptr())) != nullptr; });
+  m.def("_current_stream", [](nb::handle obj) {
+    void* stream = nullptr;
+    nb::handle none = nb::none();
+    launch_args(obj, none, none, none, none, none, none, 0, 1.f, 1.f, 0.f, none, none, &stream);
+    return reinterpret_cast<uintptr_t>(stream);
+  });
   m.def("selfcheck", [](int device, std::optional<std::string> bundle, bool known_answer) {
     std::optional<std::string> uuid;
     std::vector<cubinrt_decode_key> keys;

@@ -132,7 +132,7 @@ class OnTheStandInDriver(unittest.TestCase):
         q, k, v, table, lens, out = self.tensors()
         with self.assertRaises(cubinrt.Error) as e:
             p.run(q, k, v, table, lens, out)
-        self.assertIn("needs a zeroed workspace of", str(e.exception))
+        self.assertIn("needs a 16-byte aligned workspace of", str(e.exception))
 
     def test_selfcheck_runs_its_static_steps(self):
         passed, no_gpu, ms, report = cubinrt.selfcheck(known_answer=False)

@@ -228,11 +228,16 @@ class OnTheGpu(unittest.TestCase):
 
         py = timed(lambda: plan.run(q, k, v, table, lens, out, k_scale=0.5, v_scale=0.5, workspace=ws))
         c = timed(lambda: plan._plan.launch(*desc, None, 3, 0.5, 0.5, 0.0, ws.data_ptr(), plan.workspace_bytes, stream))
+        cpp = min(plan._plan._time_launches(q, k, v, table, lens, out, 3, ws, 2000) for _ in range(5))
         bare = timed(lambda: small.add_(1.0))
         op = timed(lambda: torch.ops.cubinrt.paged_decode(q, k, v, table, lens, out, ws, plan.op_id, 0.5, 0.5, 0.0), n=500)
+        exchange = cubinrt._cubinrt._has_exchange_api(q)
         text = (f"| path (batch 1, 128 tokens, FP8 D128, GQA 4) | host us per call |\n|---|---|\n"
-                f"| plan.run (torch tensors) | {py:.2f} |\n| C ABI launch, prebuilt descriptors (one nanobind call) | {c:.2f} |\n"
-                f"| bare kernel launch (torch in-place add) | {bare:.2f} |\n| torch.ops.cubinrt.paged_decode (custom op) | {op:.2f} |\n")
+                f"| plan.run (torch tensors{', DLPack C exchange API' if exchange else ', Python descriptors: torch has no DLPack C exchange API'}) | {py:.2f} |\n"
+                f"| plan launch from prebuilt Python descriptors (one nanobind call) | {c:.2f} |\n"
+                f"| cubinrt_decode_plan_launch in a C++ loop (the C ABI and C++ launch path) | {cpp:.2f} |\n"
+                f"| bare kernel launch through torch (in-place add of one element) | {bare:.2f} |\n"
+                f"| torch.ops.cubinrt.paged_decode (custom op, eager) | {op:.2f} |\n")
         print("\n" + text)
         with open(os.environ["CUBINRT_OVERHEAD"], "w") as f:
             f.write(text)
