@@ -180,6 +180,46 @@ class OnTheGpu(unittest.TestCase):
             self.assertLessEqual(rel(out, want), tolerance(torch.bfloat16), f"replay {step} lengths {new_lens}")
             self.assertLessEqual(rel(out_op, want), tolerance(torch.bfloat16), f"replay {step} (custom op) lengths {new_lens}")
 
+    def test_cupy_arrays_by_cuda_array_interface(self):
+        """CuPy arrays (read through __cuda_array_interface__ in Python) on CuPy's stream."""
+        try:
+            import cupy
+        except ImportError:
+            self.skipTest("cupy is not installed")
+        q, table, lens, pages = self.problem(q_dtype=torch.float16)
+        cache = self.cache(pages, 16, 2, 128, None, True, False)  # uint8 FP8 codes
+        plan = cubinrt.DecodePlan(self.rt, batch=3, num_q_heads=16, num_kv_heads=2, head_dim=128, q_dtype="fp16", kv_storage="uint8",
+                                  kv_declared="fp8_e5m2", page_size=16, block_table_stride=table.shape[1])
+        out = torch.full((3, 16, 128), float("nan"), dtype=torch.float16, device="cuda")
+        torch.cuda.synchronize()
+        as_cupy = cupy.from_dlpack
+        plan.run(as_cupy(q), as_cupy(cache[:, 0]), as_cupy(cache[:, 1]), as_cupy(table), as_cupy(lens), as_cupy(out),
+                 k_scale=0.5, v_scale=2.0, stream=cupy.cuda.get_current_stream().ptr)
+        cupy.cuda.get_current_stream().synchronize()
+        want, _ = reference(q, cache[:, 0], cache[:, 1], table, lens, torch.float8_e5m2, 0.5, 2.0)
+        self.assertLessEqual(rel(out, want), tolerance(torch.float16))
+
+    def test_custom_op_under_torch_compile(self):
+        """torch.compile (fullgraph, aot_eager: fake-tensor tracing and functionalisation, no
+        Triton) treats the op as one opaque call with its fake implementation."""
+        B, Hq, Hkv, D, P = 2, 16, 2, 128, 16
+        q, table, lens, pages = self.problem(B=B, Hq=Hq, Hkv=Hkv, lens=(70, 513))
+        cache = self.cache(pages, P, Hkv, D, torch.bfloat16, False, False)
+        plan = cubinrt.DecodePlan(self.rt, batch=B, num_q_heads=Hq, num_kv_heads=Hkv, head_dim=D, q_dtype="bf16", kv_storage="bf16",
+                                  page_size=P, block_table_stride=table.shape[1])
+        op_id = plan.op_id
+
+        def step(q, cache, table, lens):
+            out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+            torch.ops.cubinrt.paged_decode(q * 2, cache[:, 0], cache[:, 1], table, lens, out, None, op_id, 1.0, 1.0, 0.0)
+            return out * 2
+
+        compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+        got = compiled(q, cache, table, lens)
+        torch.cuda.synchronize()
+        want, _ = reference(q * 2, cache[:, 0], cache[:, 1], table, lens, None, 1.0, 1.0)
+        self.assertLessEqual(rel(got / 2, want), tolerance(torch.bfloat16))
+
     def test_bad_tensors_raise(self):
         q, table, lens, pages = self.problem()
         cache = self.cache(pages, 16, 2, 128, torch.bfloat16, False, False)
