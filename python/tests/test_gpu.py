@@ -70,7 +70,8 @@ class OnTheGpu(unittest.TestCase):
         cls.rt = cubinrt.Runtime(torch.cuda.current_device())
         cls.gen = torch.Generator().manual_seed(7)
 
-    def problem(self, B=3, Hq=16, Hkv=2, D=128, P=16, q_dtype=torch.bfloat16, fp8=None, lens=(1, 77, 1000)):
+    def problem(self, B=3, Hq=16, Hkv=2, D=128, P=16, q_dtype=None, lens=(1, 77, 1000)):
+        q_dtype = q_dtype or torch.bfloat16
         dev = "cuda"
         row = max(math.ceil(n / P) for n in lens) + 1
         pages = B * row + 3
