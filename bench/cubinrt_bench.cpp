@@ -339,6 +339,11 @@ int main(int argc, char** argv) {
       {"B64 L8192 16q/8kv D256 p16", 64, 8192, 16, 8, 256, 16},
       {"B1 L32768 32q/8kv D128 p16", 1, 32768, 32, 8, 128, 16},
       {"B1 L128 32q/8kv D128 p16", 1, 128, 32, 8, 128, 16},
+      // Query-head groups of 8 and 16 (Llama-3-70B, Qwen2-72B: 64/8; Llama-3-405B: 128/8).
+      {"B64 L8192 64q/8kv D128 p16", 64, 8192, 64, 8, 128, 16},
+      {"B64 L8192 128q/8kv D128 p16", 64, 8192, 128, 8, 128, 16},
+      {"B64 L8192 64q/4kv D128 p16", 64, 8192, 64, 4, 128, 16},
+      {"B64 L8192 32q/4kv D256 p16", 64, 8192, 32, 4, 256, 16},
       // Heads-first pages: a kv head's tokens of a page are contiguous.
       {"B64 L8192 32q/8kv D128 p16 HND", 64, 8192, 32, 8, 128, 16, 0, KvLayout::hnd},
       {"B64 L8192 16q/8kv D256 p16 HND", 64, 8192, 16, 8, 256, 16, 0, KvLayout::hnd},

@@ -148,7 +148,7 @@ __device__ __forceinline__ void mma_k8(float (&c)[4], uint32_t a0, uint32_t a1, 
 // head_dim is a multiple of 64). Returns the factor the scores must be multiplied by: bf16 q
 // feeding a half mma (FP8 KV) is scaled by a power of two to fit half's range exactly; in every
 // other case q is in the mma's type already and its words are the fragment as loaded.
-__device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV2& p, const BlockWork& w, int g, int t, uint32_t (&qa)[kKTiles][2]) {
+__device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV3& p, const BlockWork& w, int g, int t, uint32_t (&qa)[kKTiles][2]) {
   const QType* row = static_cast<const QType*>(p.q) + w.b * p.q_stride_batch + (w.head0 + min(g, w.heads - 1)) * p.q_stride_head;
   constexpr int kVecsPerLoad = kKElems / 8;  // 16-byte loads of q per K load
   uint32_t qw[2 * kKTiles];
@@ -204,12 +204,12 @@ __device__ __forceinline__ StepPages step_pages(const int32_t* pages, int t0, in
 }
 
 // Element offset (within a kv head) of the first token of group i of the step at t0.
-__device__ __forceinline__ int64_t group_base(const CubinrtPagedDecodeParamsV2& p, const StepPages& sp, int t0, int i) {
+__device__ __forceinline__ int64_t group_base(const CubinrtPagedDecodeParamsV3& p, const StepPages& sp, int t0, int i) {
   return static_cast<int64_t>(sp.page[i]) * p.kv_stride_page + ((t0 + i * kGroupTokens) % kPageSize) * p.kv_stride_token;
 }
 
 // Issues one warp step's K and V loads.
-__device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV2& p, const BlockWork& w, const int32_t* pages, const char* kbase,
+__device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV3& p, const BlockWork& w, const int32_t* pages, const char* kbase,
                                           const char* vbase, int t0, int g, int t, StepLoads& out) {
   const StepPages sp = step_pages(pages, t0, w.t_end);
   int64_t base[kLookups];
@@ -245,7 +245,7 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 // Starts copying one warp step's K and V rows into `buf`: the warp's lanes take consecutive
 // chunks, so each row is read as whole 32-byte sectors.
-__device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV2& p, const StepPages& sp, int lane, const char* kbase,
+__device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV3& p, const StepPages& sp, int lane, const char* kbase,
                                            const char* vbase, int t0, uint4* buf) {
 #pragma unroll
   for (int k = 0; k < kStepChunks / 32; ++k) {
@@ -351,7 +351,7 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
 
 // Every step of this warp (tokens first, first + kStride, ... below t_end), through registers or
 // through the shared-memory ring.
-__device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV2& p, const BlockWork& w, Staging& stage, int g, int t,
+__device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV3& p, const BlockWork& w, Staging& stage, int g, int t,
                                            const uint32_t (&qa)[kKTiles][2], float sscale, Running& r) {
   const int32_t* pages = p.block_table + static_cast<int64_t>(w.b) * p.block_table_stride;
   const char* kbase = static_cast<const char*>(p.k_cache) + w.kvh * p.kv_stride_head * kKvBytes;
@@ -396,7 +396,7 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV2& p, 
 }
 
 // `stage` and `out` may share memory: every warp is done with the ring before any writes out.
-__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV2& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
+__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV3& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
   const int g = w.lane >> 2, t = w.lane & 3;
   uint32_t qa[kKTiles][2];
   const float sscale = load_q(p, w, g, t, qa) * p.softmax_scale * kLog2e * p.k_scale * kFp8Unit;

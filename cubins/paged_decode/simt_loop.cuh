@@ -18,8 +18,11 @@ constexpr int kUnroll = kElemsPerLane > 8 ? 2 : 4;
 constexpr int kTokensPerIter = kWarps * kSlots * kUnroll;
 constexpr int kMinBlocks = 1;  // resident blocks per SM asked of ptxas: no cap
 
+// q heads a pass over the KV range takes: the registers of 4 heads' q and accumulators fill the
+// budget at head_dim 512, so a chunk of more heads (up to kGroup) walks the range once per 4.
+constexpr int kPass = 4;
 static_assert(kHeadDim % (kVec * kLanesPerToken) == 0, "head_dim must tile the warp");
-static_assert(kGroup == 4 && kLanesPerToken >= 4, "the transposing reduction is written for 4 heads");
+static_assert(kGroup % kPass == 0 && kLanesPerToken >= 4, "the transposing reduction is written for 4 heads");
 
 // One load of KV as kVec floats (not yet scaled).
 __device__ __forceinline__ void unpack_kv(const Raw& raw, float* out) {
@@ -45,7 +48,7 @@ __device__ __forceinline__ void unpack_kv(const Raw& raw, float* out) {
 // Sums each of the 4 heads' partial dot products over the kLanesPerToken lanes of a token with a
 // transposing butterfly (lanes trade halves of their heads, so log2(L) + 1 shuffles reduce all
 // four), then hands every lane all four sums.
-__device__ __forceinline__ void reduce_scores(float (&dot)[kGroup], int lane) {
+__device__ __forceinline__ void reduce_scores(float (&dot)[kPass], int lane) {
   constexpr int L = kLanesPerToken;
   constexpr unsigned kAll = 0xffffffffu;
   const bool hi = lane & (L / 2);  // keeps heads 2, 3 (else 0, 1)
@@ -59,7 +62,7 @@ __device__ __forceinline__ void reduce_scores(float (&dot)[kGroup], int lane) {
   for (int off = L / 8; off > 0; off /= 2) sum += __shfl_xor_sync(kAll, sum, off);
   const int base = lane & ~(L - 1);
 #pragma unroll
-  for (int h = 0; h < kGroup; ++h) dot[h] = __shfl_sync(kAll, sum, base | ((h >> 1) ? L / 2 : 0) | ((h & 1) ? L / 4 : 0));
+  for (int h = 0; h < kPass; ++h) dot[h] = __shfl_sync(kAll, sum, base | ((h >> 1) ? L / 2 : 0) | ((h & 1) ? L / 4 : 0));
 }
 
 __device__ __forceinline__ void merge_state(float& m, float& l, float* acc, float m_o, float l_o, const float* acc_o) {
@@ -74,25 +77,26 @@ __device__ __forceinline__ void merge_state(float& m, float& l, float* acc, floa
 // Nothing is staged in shared memory: loads go straight to registers.
 struct Staging {};
 
-__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV2& p, const BlockWork& w, Staging&, WarpPartials& out) {
+// Heads h0 .. h0 + kPass - 1 of the chunk over the block's KV range.
+__device__ __forceinline__ void warp_pass(const CubinrtPagedDecodeParamsV3& p, const BlockWork& w, int h0, WarpPartials& out) {
   const int slot = w.lane / kLanesPerToken, lane_d = w.lane % kLanesPerToken;
   // The lane's dims: load j covers [d0 + j * kLanesPerToken * kVec, + kVec).
   const int d0 = lane_d * kVec;
   const float qscale = p.softmax_scale * kLog2e;
-  float q[kGroup][kElemsPerLane];
+  float q[kPass][kElemsPerLane];
 #pragma unroll
-  for (int h = 0; h < kGroup; ++h) {
-    const QType* qrow = static_cast<const QType*>(p.q) + w.b * p.q_stride_batch + (w.head0 + min(h, w.heads - 1)) * p.q_stride_head;
+  for (int h = 0; h < kPass; ++h) {
+    const QType* qrow = static_cast<const QType*>(p.q) + w.b * p.q_stride_batch + (w.head0 + min(h0 + h, w.heads - 1)) * p.q_stride_head;
 #pragma unroll
     for (int j = 0; j < kLoadsPerLane; ++j)
 #pragma unroll
       for (int e = 0; e < kVec; ++e) q[h][j * kVec + e] = q_to_float(qrow[d0 + j * kLanesPerToken * kVec + e]) * qscale;
   }
 
-  float m[kGroup], l[kGroup];
-  float acc[kGroup][kElemsPerLane];
+  float m[kPass], l[kPass];
+  float acc[kPass][kElemsPerLane];
 #pragma unroll
-  for (int h = 0; h < kGroup; ++h) {
+  for (int h = 0; h < kPass; ++h) {
     m[h] = kNegBig;
     l[h] = 0.f;
 #pragma unroll
@@ -119,25 +123,25 @@ __device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV2& p
         vraw[u][j] = __ldg(reinterpret_cast<const Raw*>(vbase + o));
       }
     }
-    float s[kUnroll][kGroup];
+    float s[kUnroll][kPass];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       float kf[kElemsPerLane];
 #pragma unroll
       for (int j = 0; j < kLoadsPerLane; ++j) unpack_kv(kraw[u][j], kf + j * kVec);
-      float dots[kGroup];
+      float dots[kPass];
 #pragma unroll
-      for (int h = 0; h < kGroup; ++h) {
+      for (int h = 0; h < kPass; ++h) {
         dots[h] = 0.f;
 #pragma unroll
         for (int e = 0; e < kElemsPerLane; ++e) dots[h] = fmaf(q[h][e], kf[e], dots[h]);
       }
       reduce_scores(dots, w.lane);
 #pragma unroll
-      for (int h = 0; h < kGroup; ++h) s[u][h] = valid[u] ? dots[h] * p.k_scale : kNegBig;
+      for (int h = 0; h < kPass; ++h) s[u][h] = valid[u] ? dots[h] * p.k_scale : kNegBig;
     }
 #pragma unroll
-    for (int h = 0; h < kGroup; ++h) {
+    for (int h = 0; h < kPass; ++h) {
       float mx = m[h];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) mx = fmaxf(mx, s[u][h]);
@@ -153,7 +157,7 @@ __device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV2& p
 #pragma unroll
       for (int j = 0; j < kLoadsPerLane; ++j) unpack_kv(vraw[u][j], vf + j * kVec);
 #pragma unroll
-      for (int h = 0; h < kGroup; ++h) {
+      for (int h = 0; h < kPass; ++h) {
         const float pr = valid[u] ? exp2f(s[u][h] - m[h]) : 0.f;
         l[h] += pr;
         const float pv = pr * p.v_scale;
@@ -165,7 +169,7 @@ __device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV2& p
 
   // Merge the slots of a warp (lanes kLanesPerToken apart hold the same dims).
 #pragma unroll
-  for (int h = 0; h < kGroup; ++h)
+  for (int h = 0; h < kPass; ++h)
 #pragma unroll
     for (int off = kLanesPerToken; off < 32; off *= 2) {
       float acc_o[kElemsPerLane];
@@ -178,13 +182,17 @@ __device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV2& p
 
   if (slot != 0) return;
 #pragma unroll
-  for (int h = 0; h < kGroup; ++h) {
+  for (int h = 0; h < kPass; ++h) {
 #pragma unroll
     for (int j = 0; j < kLoadsPerLane; ++j)
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) out.acc[w.warp][h][d0 + j * kLanesPerToken * kVec + e] = acc[h][j * kVec + e];
-    if (lane_d == 0) { out.ml[w.warp][h][0] = m[h]; out.ml[w.warp][h][1] = l[h]; }
+      for (int e = 0; e < kVec; ++e) out.acc[w.warp][h0 + h][d0 + j * kLanesPerToken * kVec + e] = acc[h][j * kVec + e];
+    if (lane_d == 0) { out.ml[w.warp][h0 + h][0] = m[h]; out.ml[w.warp][h0 + h][1] = l[h]; }
   }
+}
+
+__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV3& p, const BlockWork& w, Staging&, WarpPartials& out) {
+  for (int h0 = 0; h0 < w.heads; h0 += kPass) warp_pass(p, w, h0, out);
 }
 
 }  // namespace paged_decode::simt

@@ -72,15 +72,17 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
   ASSERT_FALSE(keys.empty());
   std::string report = "| variant | max rel. error (out) | max rel. error (lse) | tolerance |\n|---|---|---|---|\n";
   for (const KernelKey& key : keys) {
-    // Ragged lengths, none a multiple of the page size; one past 8K; a GQA ratio of 4 and of 8
-    // (two head chunks); both layouts; splits forced and chosen, merged through the workspace
-    // and (sm_90 and later: the planner's choice where the workspace would take 2 to 8 splits)
-    // by a cluster, with a split past a sequence's end.
+    // Ragged lengths, none a multiple of the page size; one past 8K; GQA ratios of 4, 8 (one
+    // chunk of 8 heads), 5 (a partial chunk) and 16 (two chunks); both layouts; splits forced
+    // and chosen, merged through the workspace and (sm_90 and later: the planner's choice where
+    // the workspace would take 2 to 8 splits) by a cluster, with a split past a sequence's end.
     std::vector<Case> cases = {
         {4, 8, 2, {1, 77, 1000, 8197}, KvLayout::nhd, 0},
         {3, 16, 2, {513, 9, 2049}, KvLayout::hnd, 3},
         {2, 4, 4, {1, 8200}, KvLayout::nhd, 1},
         {3, 8, 2, {600, 33, 517}, KvLayout::hnd, 0},
+        {2, 10, 2, {300, 1031}, KvLayout::nhd, 2},
+        {2, 32, 2, {129, 700}, KvLayout::hnd, 0},
     };
     if (paged_decode::supports_cluster_merge(rt->device(), *rt->selected(key))) cases.push_back({2, 16, 2, {100, 45}, KvLayout::nhd, 2, SplitMerge::cluster});
     double worst = 0, worst_lse = 0;
@@ -134,7 +136,9 @@ TEST(GpuDecode, HeadDim512FromTestBundle) {
   std::string report;
   for (const KernelKey& key : (*rt)->available()) {
     double worst = 0, worst_lse = 0;
-    const std::vector<Case> cases = {{3, 8, 2, {5, 1500, 8201}, KvLayout::nhd, 0}, {2, 4, 1, {300, 17}, KvLayout::hnd, 2}};
+    // GQA 4 (one pass of the CUDA-core loop), 6 and 8 (a chunk of 8 heads: two passes of 4).
+    const std::vector<Case> cases = {{3, 8, 2, {5, 1500, 8201}, KvLayout::nhd, 0}, {2, 4, 1, {300, 17}, KvLayout::hnd, 2},
+                                     {2, 12, 2, {700, 65}, KvLayout::nhd, 0}, {2, 16, 2, {1000, 3}, KvLayout::hnd, 3}};
     uint64_t seed = 77;
     for (const Case& c : cases) {
       double lse_err = 0;

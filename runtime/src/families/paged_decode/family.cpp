@@ -10,14 +10,13 @@ namespace cubinrt {
 namespace {
 
 #define CUBINRT_ABI_FIELD_(type, name)                                                \
-  AbiField{#name, static_cast<uint32_t>(offsetof(CubinrtPagedDecodeParamsV2, name)), \
-           static_cast<uint32_t>(sizeof(CubinrtPagedDecodeParamsV2::name))},
+  AbiField{#name, static_cast<uint32_t>(offsetof(CubinrtPagedDecodeParamsV3, name)), \
+           static_cast<uint32_t>(sizeof(CubinrtPagedDecodeParamsV3::name))},
 // Made on first use (a family may be asked for during another file's static initialisation).
-// Launched with a warp per q head of a chunk at least.
-const AbiLayout& abi_v2() {
+const AbiLayout& abi_v3() {
   static const AbiLayout abi =
-      make_abi_layout(CUBINRT_PAGED_DECODE_ABI_NAME, CUBINRT_PAGED_DECODE_ABI_VERSION, sizeof(CubinrtPagedDecodeParamsV2),
-                      {CUBINRT_PAGED_DECODE_V2_FIELDS(CUBINRT_ABI_FIELD_)}, 32 * CUBINRT_PAGED_DECODE_MAX_GROUP);
+      make_abi_layout(CUBINRT_PAGED_DECODE_ABI_NAME, CUBINRT_PAGED_DECODE_ABI_VERSION, sizeof(CubinrtPagedDecodeParamsV3),
+                      {CUBINRT_PAGED_DECODE_V3_FIELDS(CUBINRT_ABI_FIELD_)}, CUBINRT_PAGED_DECODE_MIN_THREADS);
   return abi;
 }
 #undef CUBINRT_ABI_FIELD_
@@ -33,7 +32,7 @@ class PagedDecode final : public Family {
 
  private:
   static constexpr std::string_view kAxes[] = {"head_dim", "q_dtype", "kv_dtype", "page_size"};
-  const AbiLayout* abis_[1] = {&abi_v2()};
+  const AbiLayout* abis_[1] = {&abi_v3()};
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
-// The parameter ABI of the paged decode attention kernels, version 2 (version 1 without the LSE
-// strides: its LSE was always [batch, num_q_heads] contiguous).
+// The parameter ABI of the paged decode attention kernels, version 3. Version 2 added the LSE
+// strides (version 1's LSE was [batch, num_q_heads] contiguous); version 3 keeps version 2's
+// parameters and changes the launch: a block takes up to 8 q heads of a kv head (4 before), so
+// grid y is num_kv_heads * ceil(group / 8).
 //
 // One list of fields (the X-macro below) makes both the host struct the dispatcher fills and
 // the kernel's parameter list, so host and device agree by construction. The loader still
@@ -7,16 +9,16 @@
 // (cuFuncGetParamInfo), because a cubin built from another version of this header would not.
 //
 // Plain C types only: this header is compiled by nvcc for the kernels and by g++ for the host.
-#ifndef CUBINRT_ABI_PAGED_DECODE_V2_H
-#define CUBINRT_ABI_PAGED_DECODE_V2_H
+#ifndef CUBINRT_ABI_PAGED_DECODE_V3_H
+#define CUBINRT_ABI_PAGED_DECODE_V3_H
 
 #include <stdint.h>
 
 #define CUBINRT_PAGED_DECODE_ABI_NAME "PagedDecodeParams"
-#define CUBINRT_PAGED_DECODE_ABI_VERSION 2
+#define CUBINRT_PAGED_DECODE_ABI_VERSION 3
 
 // X(type, name). Order is the ABI; append only, and bump the version when it changes.
-#define CUBINRT_PAGED_DECODE_V2_FIELDS(X)                                                       \
+#define CUBINRT_PAGED_DECODE_V3_FIELDS(X)                                                       \
   X(const void*, q)              /* [batch, num_q_heads, head_dim], q dtype */                  \
   X(const void*, k_cache)        /* pages, layout given by the strides below (K and V share them) */                 \
   X(const void*, v_cache)                                                                       \
@@ -46,17 +48,21 @@
   X(int64_t, lse_stride_head)
 
 #define CUBINRT_ABI_FIELD_DECL_(type, name) type name;
-typedef struct CubinrtPagedDecodeParamsV2 {
-  CUBINRT_PAGED_DECODE_V2_FIELDS(CUBINRT_ABI_FIELD_DECL_)
-} CubinrtPagedDecodeParamsV2;
+typedef struct CubinrtPagedDecodeParamsV3 {
+  CUBINRT_PAGED_DECODE_V3_FIELDS(CUBINRT_ABI_FIELD_DECL_)
+} CubinrtPagedDecodeParamsV3;
 #undef CUBINRT_ABI_FIELD_DECL_
 
-// q heads one block handles: a kv head's group is split into chunks of this many.
-#define CUBINRT_PAGED_DECODE_MAX_GROUP 4
+// q heads one block handles: a kv head's group is split into chunks of this many. 8: the 8
+// columns of the tensor-core P.V tile (and 8 of the 16 rows of q.K), so groups up to 8 (Llama-3-70B,
+// Qwen2-72B: 64 q heads over 8) read each KV page once per sequence and kv head.
+#define CUBINRT_PAGED_DECODE_MAX_GROUP 8
+// The fewest threads a paged decode kernel may launch with (its launch bound, from the cubin).
+#define CUBINRT_PAGED_DECODE_MIN_THREADS 128
 // Threads per block of a paged decode kernel unless its variant chooses otherwise. The host never
 // uses this: it launches each kernel with the kernel's launch bound, which the cubin records
-// (the manifest's max_threads) and the loader checks (a whole number of warps, at least one warp
-// per q head of a chunk).
+// (the manifest's max_threads) and the loader checks (a whole number of warps, at least
+// CUBINRT_PAGED_DECODE_MIN_THREADS).
 #define CUBINRT_PAGED_DECODE_THREADS 128
 
 #endif

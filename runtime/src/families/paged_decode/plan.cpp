@@ -96,9 +96,9 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
   plan.param_bytes_ = CUBINRT_TRY(find_abi(entry.key.family, entry.abi_name, entry.abi_version))->param_bytes;
   // The launch fills this struct; a kernel of another ABI (a bundle that is not this build's)
   // would take a parameter block of another size.
-  if (plan.param_bytes_ > sizeof(CubinrtPagedDecodeParamsV2))
+  if (plan.param_bytes_ > sizeof(CubinrtPagedDecodeParamsV3))
     return fail(Errc::mismatch, fmt::format("paged decode: kernel {} takes {} parameter bytes, this build fills {}", entry.id,
-                                            plan.param_bytes_, sizeof(CubinrtPagedDecodeParamsV2)));
+                                            plan.param_bytes_, sizeof(CubinrtPagedDecodeParamsV3)));
 
   const int group = static_cast<int>(s.num_q_heads / s.num_kv_heads);
   plan.head_chunks_ = (group + CUBINRT_PAGED_DECODE_MAX_GROUP - 1) / CUBINRT_PAGED_DECODE_MAX_GROUP;
@@ -160,7 +160,7 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
                            workspace_bytes_, a.workspace ? a.workspace_bytes : 0));
 
   const int64_t D = s.head_dim;
-  CubinrtPagedDecodeParamsV2 p{};
+  CubinrtPagedDecodeParamsV3 p{};
   p.q = a.q;
   p.k_cache = a.kv.k;
   p.v_cache = a.kv.v;
