@@ -47,7 +47,10 @@ constexpr int kTiles = CUBINRT_MMA_TILES;
 #else
 constexpr int kTiles = kHeadDim == 64 ? (kKvIsFp8 ? 8 : 4) : kHeadDim == 128 ? (kKvIsFp8 ? 2 : 1) : 1;
 #endif
-constexpr int kMinBlocks = kHeadDim == 128 ? 16 / kWarps : 1;  // D128: 16 warps an SM
+// D128: 16 warps an SM. D256 FP8: 3 blocks (170 registers); left uncapped, ptxas took 181 (2
+// blocks an SM) once the kernels were built per family unit, and B64 L8192 went 510 -> 653 us
+// (runs 33, 39).
+constexpr int kMinBlocks = kHeadDim == 128 ? 16 / kWarps : (kHeadDim == 256 && kKvIsFp8 ? 3 : 1);
 constexpr int kStep = 8 * kTiles;                       // tokens per warp step
 constexpr int kGroupTokens = kStep < 16 ? kStep : 16;   // tokens that share a page lookup
 constexpr int kLookups = kStep / kGroupTokens;
