@@ -19,7 +19,10 @@
 #include <string>
 #include <string_view>
 #include <span>
+#include <type_traits>
 #include <vector>
+
+#include <dlfcn.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -74,18 +77,82 @@ struct Events {
     g_d->cuEventDestroy(a);
     g_d->cuEventDestroy(b);
   }
-  // Milliseconds of `body` on the null stream, timed with events.
+  // Milliseconds of `body` on `stream` (default the null stream), timed with events.
   template <class F>
-  double time(F&& body) {
-    check(g_d->cuEventRecord(a, nullptr), "cuEventRecord");
+  double time(F&& body, CUstream stream = nullptr) {
+    check(g_d->cuEventRecord(a, stream), "cuEventRecord");
     body();
-    check(g_d->cuEventRecord(b, nullptr), "cuEventRecord");
+    check(g_d->cuEventRecord(b, stream), "cuEventRecord");
     check(g_d->cuEventSynchronize(b), "cuEventSynchronize");
     float ms = 0;
     check(g_d->cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime");
     return ms;
   }
 };
+
+// CUDA-graph entry points for the replay timings (the runtime's table has none: a launch never
+// needs them), resolved from the same libcuda through cuGetProcAddress.
+struct GraphApi {
+  CUresult (*stream_create)(CUstream*, unsigned) = nullptr;
+  CUresult (*stream_destroy)(CUstream) = nullptr;
+  CUresult (*begin_capture)(CUstream, CUstreamCaptureMode) = nullptr;
+  CUresult (*end_capture)(CUstream, CUgraph*) = nullptr;
+  CUresult (*instantiate)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;
+  CUresult (*launch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*exec_destroy)(CUgraphExec) = nullptr;
+  CUresult (*graph_destroy)(CUgraph) = nullptr;
+  CUresult (*stream_sync)(CUstream) = nullptr;
+};
+
+GraphApi load_graph_api(const DriverApi& d) {
+  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  auto get = reinterpret_cast<GetProc>(dlsym(d.handle, "cuGetProcAddress_v2"));
+  if (get == nullptr) {
+    fmt::print(stderr, "cuGetProcAddress_v2 not found\n");
+    std::exit(1);
+  }
+  GraphApi g;
+  auto bind = [&](const char* name, auto& fn) {
+    void* p = nullptr;
+    CUdriverProcAddressQueryResult found{};
+    check(get(name, &p, 12040, CU_GET_PROC_ADDRESS_DEFAULT, &found), name);
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+  };
+  bind("cuStreamCreate", g.stream_create);
+  bind("cuStreamDestroy", g.stream_destroy);
+  bind("cuStreamBeginCapture", g.begin_capture);
+  bind("cuStreamEndCapture", g.end_capture);
+  bind("cuGraphInstantiateWithFlags", g.instantiate);
+  bind("cuGraphLaunch", g.launch);
+  bind("cuGraphExecDestroy", g.exec_destroy);
+  bind("cuGraphDestroy", g.graph_destroy);
+  bind("cuStreamSynchronize", g.stream_sync);
+  return g;
+}
+
+// Microseconds a launch under CUDA-graph replay: `launch(stream)` captured 100 times into one
+// graph, the graph replayed 20 times; the median of 5 such timings, over 100 launches each.
+template <class F>
+double replay_us(const GraphApi& g, Events& ev, F&& launch) {
+  constexpr int kCaptured = 100, kReplays = 20;
+  CUstream s = nullptr;
+  check(g.stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  check(g.begin_capture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+  for (int i = 0; i < kCaptured; ++i) launch(s);
+  CUgraph graph = nullptr;
+  check(g.end_capture(s, &graph), "cuStreamEndCapture");
+  CUgraphExec exec = nullptr;
+  check(g.instantiate(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+  check(g.launch(exec, s), "cuGraphLaunch");
+  check(g.stream_sync(s), "cuStreamSynchronize");
+  std::vector<double> per;
+  for (int rep = 0; rep < 5; ++rep)
+    per.push_back(ev.time([&] { for (int i = 0; i < kReplays; ++i) check(g.launch(exec, s), "cuGraphLaunch"); }, s) * 1e3 / (kReplays * kCaptured));
+  g.exec_destroy(exec);
+  g.graph_destroy(graph);
+  g.stream_destroy(s);
+  return median(per);
+}
 
 struct BenchKernels {
   CUlibrary lib = nullptr;
@@ -170,7 +237,10 @@ struct Shape {
   SplitMerge merge = SplitMerge::choose;
 };
 
-void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, const Shape& s, Dtype kv) {
+// One decode shape: its row of the main table, or with `graph` its row of the graph-replay table
+// (per launch under replay, against a bare launch replayed the same way: `bare_replay_us`).
+void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, const Shape& s, Dtype kv, const GraphApi* graph = nullptr,
+                  double bare_replay_us = 0) {
   const bool fp8 = dtype_bits(kv) == 8;
   const uint32_t pages_per_seq = (s.len + s.page - 1) / s.page;
   const int64_t num_pages = int64_t{s.batch} * pages_per_seq;
@@ -220,6 +290,18 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
   Events ev;
   for (int i = 0; i < 3; ++i) launch();
   check(g_d->cuCtxSynchronize(), "cuCtxSynchronize");
+  if (graph != nullptr) {
+    const double us = replay_us(*graph, ev, [&](CUstream stream) {
+      if (auto ok = plan.launch(a, stream); !ok) {
+        fmt::print(stderr, "{}\n", ok.error().message);
+        std::exit(1);
+      }
+    });
+    md(fmt::format("| {} | {} | {} | {:.2f} | {:.2f} | {:.2f} |", s.name, dtype_name(kv), plan.num_splits(), us, bare_replay_us, us / bare_replay_us));
+    for (CUdeviceptr p : {q, kc, vc, out, table, lens, ws})
+      if (p) g_d->cuMemFree(p);
+    return;
+  }
   std::vector<double> ms;
   for (int i = 0; i < 25; ++i) ms.push_back(ev.time(launch));
   const double t = median(ms);
@@ -310,7 +392,7 @@ void bench_selfcheck(const std::shared_ptr<const DriverApi>& drv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, sweep = false;
+  bool quick = false, sweep = false, grid = false, replay = false;
   std::optional<std::filesystem::path> bundle_path;
   std::string only;
   CLI::App app{"cubinrt_bench: paged decode against ceilings measured in the same run (docs/benchmarks.md)"};
@@ -319,6 +401,10 @@ int main(int argc, char** argv) {
   app.add_option("--only", only, "time only the decode shapes whose name contains this text");
   app.add_flag("--sweep", sweep, "instead of the issue's shapes: small batches and short sequences, the planner's merge against the "
                                  "workspace's, to check where it picks a cluster");
+  app.add_flag("--grid", grid, "instead of the issue's shapes: batch 1, 4, 16, 64, 256 x tokens 128, 1024, 8192, 32768, D128 32q/8kv, "
+                               "bf16 and FP8, as KV TB/s over the copy ceiling (the regression table of docs/benchmarks.md)");
+  app.add_flag("--replay", replay, "instead of the issue's shapes: small batches under CUDA-graph replay (100 launches captured), "
+                                   "per launch, against a bare launch replayed the same way");
   CLI11_PARSE(app, argc, argv);
   auto drv = value_or_die(open_driver(), "driver");
   g_d = drv.get();
@@ -332,8 +418,9 @@ int main(int argc, char** argv) {
   const Ceilings c = measure_ceilings(k, rt->device().multiprocessors);
   md(fmt::format("| ceiling | value |\n|---|---|\n| copy bandwidth (2 GiB cuMemcpyDtoD, read + write) | {:.2f} TB/s |\n| read bandwidth (2 GiB read by a kernel that only reads) | {:.2f} TB/s |\n| bare launch (empty kernel, 2000 back to back) | {:.2f} us |\n| bare launch, single (empty kernel between two events, median of 25) | {:.2f} us |",
                  c.copy_tbps, c.read_tbps, c.launch_us, c.single_us));
-  md("\n| shape | kv | splits | kernel | time (us) | / bare single | KV TB/s | / copy BW | / read BW | us per launch, back to back | / bare launch |\n"
-     "|---|---|---|---|---|---|---|---|---|---|---|");
+  if (!replay)
+    md("\n| shape | kv | splits | kernel | time (us) | / bare single | KV TB/s | / copy BW | / read BW | us per launch, back to back | / bare launch |\n"
+       "|---|---|---|---|---|---|---|---|---|---|---|");
   const Shape shapes[] = {
       {"B64 L8192 32q/8kv D128 p16", 64, 8192, 32, 8, 128, 16},
       {"B64 L8192 16q/8kv D256 p16", 64, 8192, 16, 8, 256, 16},
@@ -379,9 +466,37 @@ int main(int argc, char** argv) {
       const char* name = sweep_names.emplace_back(fmt::format("B{} L{} 32q/8kv D128 p16", batch, len)).c_str();
       for (SplitMerge m : {SplitMerge::choose, SplitMerge::workspace}) sweep_shapes.push_back({name, batch, len, 32, 8, 128, 16, 0, KvLayout::nhd, m});
     }
-  for (const Shape& s : sweep ? std::span<const Shape>(sweep_shapes) : std::span<const Shape>(shapes))
+  // The regression grid's shapes, named the same way.
+  constexpr std::array kGridBatches{1u, 4u, 16u, 64u, 256u};
+  constexpr std::array kGridLens{128u, 1024u, 8192u, 32768u};
+  if (grid) {
+    sweep_names.clear();
+    sweep_names.reserve(kGridBatches.size() * kGridLens.size());
+    sweep_shapes.clear();
+    for (uint32_t batch : kGridBatches)
+      for (uint32_t len : kGridLens)
+        sweep_shapes.push_back({sweep_names.emplace_back(fmt::format("B{} L{} 32q/8kv D128 p16", batch, len)).c_str(), batch, len, 32, 8, 128, 16});
+  }
+  // Graph replay: small batches, per launch, against an empty kernel replayed the same way.
+  const Shape replay_shapes[] = {{"B1 L128 32q/8kv D128 p16", 1, 128, 32, 8, 128, 16}, {"B4 L512 32q/8kv D128 p16", 4, 512, 32, 8, 128, 16},
+                                 {"B1 L1024 32q/8kv D128 p16", 1, 1024, 32, 8, 128, 16}};
+  std::optional<GraphApi> graph;
+  double bare_replay = 0;
+  if (replay) {
+    graph = load_graph_api(*drv);
+    Events ev;
+    bare_replay = replay_us(*graph, ev, [&](CUstream stream) {
+      check(g_d->cuLaunchKernel(k.empty, 1, 1, 1, 32, 1, 1, 0, stream, nullptr, nullptr), "cuLaunchKernel(empty)");
+    });
+    md("\n| shape (graph replay) | kv | splits | us per launch | bare launch, replayed (us) | / bare |\n|---|---|---|---|---|---|");
+  }
+  const std::span<const Shape> chosen = replay ? std::span<const Shape>(replay_shapes)
+                                        : (sweep || grid) ? std::span<const Shape>(sweep_shapes)
+                                                          : std::span<const Shape>(shapes);
+  for (const Shape& s : chosen)
     for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3})
-      if (std::string_view(s.name).contains(only) && rt->supports(decode_key(s.d, Dtype::bf16, kv, s.page))) bench_decode(*rt, k, c, s, kv);
+      if (std::string_view(s.name).contains(only) && rt->supports(decode_key(s.d, Dtype::bf16, kv, s.page)))
+        bench_decode(*rt, k, c, s, kv, graph ? &*graph : nullptr, bare_replay);
   if (!quick) {
     md("\n| start-up | time |\n|---|---|");
     bench_init(drv);

@@ -29,6 +29,10 @@ for step in "$@"; do
         ./$D/cubinrt_bench --quick --bundle "$b" 2>&1; rc=$((rc | $?))
         CUBINRT_TEST_BUNDLE=$b ./$D/cubinrt_gpu_tests --gtest_filter='GpuDecode.EverySelected*' 2>&1 | grep -E "^\||OK|FAILED"; rc=$((rc | PIPESTATUS[0]))
       done 2>&1 | tee "$OUT/experiments.log" ;;
+    grid)  # the regression table: batch x tokens, bf16 and FP8, KV TB/s over the copy ceiling
+      CUBINRT_BENCH_MD=$OUT/grid.md ./$D/cubinrt_bench --quick --grid 2>&1 | tee "$OUT/grid.log"; rc=$((rc | PIPESTATUS[0])) ;;
+    replay)  # small batches under CUDA-graph replay, against a bare launch replayed the same way
+      CUBINRT_BENCH_MD=$OUT/replay.md ./$D/cubinrt_bench --quick --replay 2>&1 | tee "$OUT/replay.log"; rc=$((rc | PIPESTATUS[0])) ;;
     sweep)  # small batches and short sequences: the planner's merge against the workspace's
       CUBINRT_BENCH_MD=$OUT/sweep.md ./$D/cubinrt_bench --quick --sweep 2>&1 | tee "$OUT/sweep.log"; rc=$((rc | PIPESTATUS[0])) ;;
     trace)  # kernels built with -DCUBINRT_TRACE=128 ($D/trace*.bundle): where B1 L128's time goes
