@@ -23,7 +23,7 @@ constexpr int kWarps = CUBINRT_WARPS;
 constexpr int kWarps = CUBINRT_PAGED_DECODE_THREADS / 32;
 #endif
 constexpr int kThreads = 32 * kWarps;
-constexpr int kGroup = CUBINRT_PAGED_DECODE_MAX_GROUP;
+constexpr int kGroup = CUBINRT_PAGED_DECODE_MAX_GROUP(CUBINRT_HEAD_DIM);
 
 // Encodings are tested by name (cubinrt/dtypes.h), never by order.
 static_assert(CUBINRT_DTYPE_IS_FLOAT16(kQDtype), "q (and out) must be fp16 or bf16");

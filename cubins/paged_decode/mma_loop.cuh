@@ -70,7 +70,7 @@ constexpr int kRing = kStages > 0 ? kStages : 1;       // slots of the ring (kSt
 
 static_assert(kHeadDim % 64 == 0 && kHeadDim <= 256, "the mma loop covers head_dim 64, 128, 256");
 static_assert(kTiles == 1 || kTiles % 2 == 0, "P.V takes n-tiles in pairs");
-static_assert(kGroup <= 8, "q heads are the 8 columns of the P.V mma");
+static_assert(kGroup == 8 || kGroup == 16, "q heads are the 16 rows of the q.K tile and two 8-column P.V tiles");
 static_assert(kStages == 0 || (kRowChunks >= 8 && kVLoadBytes == 16 && kStepChunks % 32 == 0),
               "the shared-memory pipeline needs rows of 128 bytes or more and 16-byte V loads");
 
@@ -145,32 +145,47 @@ __device__ __forceinline__ void mma_k8(float (&c)[4], uint32_t a0, uint32_t a1, 
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a0), "r"(a1), "r"(b0));
 }
 
-// The q fragment (A of q.K) for lane (g, t): head g of the chunk at the dims of the lane's K
-// words; zero for rows past the chunk. Those dims are kKElems contiguous ones per K load, so q
-// comes in as whole 16-byte loads (q rows are 16-byte aligned: the dispatcher checks q and
-// head_dim is a multiple of 64). Returns the factor the scores must be multiplied by: bf16 q
-// feeding a half mma (FP8 KV) is scaled by a power of two to fit half's range exactly; in every
-// other case q is in the mma's type already and its words are the fragment as loaded.
-__device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV3& p, const BlockWork& w, int g, int t, uint32_t (&qa)[kKTiles][2]) {
-  const QType* row = static_cast<const QType*>(p.q) + w.b * p.q_stride_batch + (w.head0 + min(g, w.heads - 1)) * p.q_stride_head;
+// The q fragment (A of q.K) for lane (g, t): rows g and, for a chunk of more than 8 heads, g + 8
+// (heads g and g + 8 of the chunk; zero past the chunk) at the dims of the lane's K words. Those
+// dims are kKElems contiguous ones per K load, so q comes in as whole 16-byte loads (q rows are
+// 16-byte aligned: the dispatcher checks q and head_dim is a multiple of 64).
+template <bool kHi>
+struct QFrag {
+  uint32_t lo[kKTiles][2];                // row g: A registers a0, a2
+  uint32_t hi[kHi ? kKTiles : 1][2];      // row g + 8: a1, a3 (zero registers without kHi)
+};
+
+// Loads the fragment and returns the factor the scores must be multiplied by: bf16 q feeding a
+// half mma (FP8 KV) is scaled by a power of two to fit half's range exactly (one factor for every
+// row of the warp); in every other case q is in the mma's type already and its words are the
+// fragment as loaded.
+template <bool kHi>
+__device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV4& p, const BlockWork& w, int g, int t, QFrag<kHi>& q) {
+  constexpr int kRows = kHi ? 2 : 1;
   constexpr int kVecsPerLoad = kKElems / 8;  // 16-byte loads of q per K load
-  uint32_t qw[2 * kKTiles];
+  uint32_t qw[kRows][2 * kKTiles];
 #pragma unroll
-  for (int j = 0; j < kKLoads; ++j)
+  for (int r = 0; r < kRows; ++r) {
+    const int head = g + 8 * r;
+    const QType* row = static_cast<const QType*>(p.q) + w.b * p.q_stride_batch + (w.head0 + min(head, w.heads - 1)) * p.q_stride_head;
 #pragma unroll
-    for (int v = 0; v < kVecsPerLoad; ++v) {
-      const uint4 x = g < w.heads ? __ldg(reinterpret_cast<const uint4*>(row + k_word_dim(j * (kKElems / 2), t)) + v) : make_uint4(0u, 0u, 0u, 0u);
-      words(x, qw + (j * kVecsPerLoad + v) * 4);
-    }
+    for (int j = 0; j < kKLoads; ++j)
+#pragma unroll
+      for (int v = 0; v < kVecsPerLoad; ++v) {
+        const uint4 x = head < w.heads ? __ldg(reinterpret_cast<const uint4*>(row + k_word_dim(j * (kKElems / 2), t)) + v) : make_uint4(0u, 0u, 0u, 0u);
+        words(x, qw[r] + (j * kVecsPerLoad + v) * 4);
+      }
+  }
   float factor = 1.f;
   if constexpr (kKvIsFp8 && kQDtype == CUBINRT_DTYPE_BF16) {
-    float2 x[2 * kKTiles];
     float amax = 0.f;
 #pragma unroll
-    for (int i = 0; i < 2 * kKTiles; ++i) {
-      x[i] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&qw[i]));
-      amax = fmaxf(amax, fmaxf(fabsf(x[i].x), fabsf(x[i].y)));
-    }
+    for (int r = 0; r < kRows; ++r)
+#pragma unroll
+      for (int i = 0; i < 2 * kKTiles; ++i) {
+        const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&qw[r][i]));
+        amax = fmaxf(amax, fmaxf(fabsf(x.x), fabsf(x.y)));
+      }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
     int e = 0;
@@ -179,12 +194,21 @@ __device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV3& p, con
     factor = ldexpf(1.f, shift);
     const float inv = ldexpf(1.f, -shift);
 #pragma unroll
-    for (int i = 0; i < 2 * kKTiles; ++i) qw[i] = pack2(x[i].x * inv, x[i].y * inv);
+    for (int r = 0; r < kRows; ++r)
+#pragma unroll
+      for (int i = 0; i < 2 * kKTiles; ++i) {
+        const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&qw[r][i]));
+        qw[r][i] = pack2(x.x * inv, x.y * inv);
+      }
   }
 #pragma unroll
   for (int i = 0; i < kKTiles; ++i) {
-    qa[i][0] = qw[2 * i];
-    qa[i][1] = qw[2 * i + 1];
+    q.lo[i][0] = qw[0][2 * i];
+    q.lo[i][1] = qw[0][2 * i + 1];
+    if constexpr (kHi) {
+      q.hi[i][0] = qw[kRows - 1][2 * i];
+      q.hi[i][1] = qw[kRows - 1][2 * i + 1];
+    }
   }
   return factor;
 }
@@ -207,12 +231,12 @@ __device__ __forceinline__ StepPages step_pages(const int32_t* pages, int t0, in
 }
 
 // Element offset (within a kv head) of the first token of group i of the step at t0.
-__device__ __forceinline__ int64_t group_base(const CubinrtPagedDecodeParamsV3& p, const StepPages& sp, int t0, int i) {
+__device__ __forceinline__ int64_t group_base(const CubinrtPagedDecodeParamsV4& p, const StepPages& sp, int t0, int i) {
   return static_cast<int64_t>(sp.page[i]) * p.kv_stride_page + ((t0 + i * kGroupTokens) % kPageSize) * p.kv_stride_token;
 }
 
 // Issues one warp step's K and V loads.
-__device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV3& p, const BlockWork& w, const int32_t* pages, const char* kbase,
+__device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV4& p, const BlockWork& w, const int32_t* pages, const char* kbase,
                                           const char* vbase, int t0, int g, int t, StepLoads& out) {
   const StepPages sp = step_pages(pages, t0, w.t_end);
   int64_t base[kLookups];
@@ -248,7 +272,7 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 // Starts copying one warp step's K and V rows into `buf`: the warp's lanes take consecutive
 // chunks, so each row is read as whole 32-byte sectors.
-__device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV3& p, const StepPages& sp, int lane, const char* kbase,
+__device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV4& p, const StepPages& sp, int lane, const char* kbase,
                                            const char* vbase, int t0, uint4* buf) {
 #pragma unroll
   for (int k = 0; k < kStepChunks / 32; ++k) {
@@ -273,38 +297,23 @@ __device__ __forceinline__ void read_step(const uint4* buf, int g, int t, StepLo
     for (int j = 0; j < kVLoads; ++j) out.v[u][j] = *reinterpret_cast<const VRaw*>(buf + kStepChunks + staged(v_token(u, t), 8 * j + g));
 }
 
-// The online-softmax state of a warp: head g's running max and sum (per quad) and O^T.
-struct Running {
+// The online-softmax state of one row of heads in a warp: head g's running max and sum (per
+// quad) and O^T for the row's 8 heads.
+struct RowState {
   float acc[kKTiles][4];  // O^T tile i: (dim lo, head 2t), (lo, 2t+1), (hi, 2t), (hi, 2t+1)
   float m;                // head g's running max (the same in the 4 lanes of a quad)
   float l;                // head g's sum over this lane's tokens
 };
+template <bool kHi>
+struct Running {
+  RowState row[kHi ? 2 : 1];  // heads 0-7 of the chunk, then 8-15
+};
 
-// One warp step's math on its loaded K and V: scores, the online softmax update and P.V.
-__device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t_end, int g, int t, const uint32_t (&qa)[kKTiles][2],
-                                             float sscale, Running& r) {
-  // Scores of head g for tokens n*8 + 2t and n*8 + 2t + 1 of each n-tile.
-  float s[kTiles][2];
-  bool valid[kTiles][2];
-#pragma unroll
-  for (int n = 0; n < kTiles; ++n) {
-    uint32_t kw[2 * kKTiles];
-#pragma unroll
-    for (int j = 0; j < kKLoads; ++j) to_words(cur.k[n][j], kw + j * (kKElems / 2));
-    // Two independent accumulators halve the dependent chain of mmas (H200 run 18: FP8 D256
-    // 542 -> 512 us at B64 L8192; at B1 L128, where one warp per scheduler waits on every
-    // latency, 6.2 -> 6.0 us).
-    float c2[2][4] = {};
-#pragma unroll
-    for (int i = 0; i < kKTiles; ++i) mma_k16(c2[i & 1], qa[i][0], 0u, qa[i][1], 0u, kw[2 * i], kw[2 * i + 1]);
-    const float c[4] = {c2[0][0] + c2[1][0], c2[0][1] + c2[1][1], c2[0][2] + c2[1][2], c2[0][3] + c2[1][3]};
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      valid[n][e] = t0 + n * 8 + 2 * t + e < t_end;
-      s[n][e] = valid[n][e] ? c[e] * sscale : kNegBig;
-    }
-  }
-
+// One row's online-softmax update for a step: scores s (head g, tokens n*8 + 2t + e) in, the
+// weights rounded to the mma type out (the sum adds the rounded values, so the normalisation
+// matches what P.V multiplies), the row's accumulator rescaled.
+__device__ __forceinline__ void update_row(const float (&s)[kTiles][2], const bool (&valid)[kTiles][2], int t, RowState& r,
+                                           uint32_t (&pb)[kTiles]) {
   float mx = r.m;
 #pragma unroll
   for (int n = 0; n < kTiles; ++n) mx = fmaxf(mx, fmaxf(s[n][0], s[n][1]));
@@ -312,9 +321,6 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
   const float corr = exp2f(r.m - mx);
   r.m = mx;
-  // The weights, rounded to the mma type; the sum adds the rounded values, so the
-  // normalisation matches what P.V multiplies.
-  uint32_t pb[kTiles];
   float psum = 0.f;
 #pragma unroll
   for (int n = 0; n < kTiles; ++n) {
@@ -327,17 +333,10 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
   const float c_lo = __shfl_sync(0xffffffffu, corr, 8 * t), c_hi = __shfl_sync(0xffffffffu, corr, 8 * t + 4);
 #pragma unroll
   for (int i = 0; i < kKTiles; ++i) { r.acc[i][0] *= c_lo; r.acc[i][1] *= c_hi; r.acc[i][2] *= c_lo; r.acc[i][3] *= c_hi; }
+}
 
-  uint32_t vw[kVTokens][kKTiles];
-#pragma unroll
-  for (int u = 0; u < kVTokens; ++u) {
-#pragma unroll
-    for (int j = 0; j < kVLoads; ++j) to_words(cur.v[u][j], vw[u] + j * (kVElems / 2));
-    // Rows past the end may hold anything (NaN included); zero them so 0 * V stays 0.
-    if (t0 + v_token(u, t) >= t_end)
-#pragma unroll
-      for (int i = 0; i < kKTiles; ++i) vw[u][i] = 0u;
-  }
+// O^T += V^T P^T for one row of heads (its weights pb as the B operand).
+__device__ __forceinline__ void pv_row(const uint32_t (&vw)[kVTokens][kKTiles], const uint32_t (&pb)[kTiles], RowState& r) {
 #pragma unroll
   for (int i = 0; i < kKTiles; ++i) {
     if constexpr (kTiles == 1) {
@@ -352,10 +351,60 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
   }
 }
 
+// One warp step's math on its loaded K and V: scores, the online softmax update and P.V, for one
+// row of heads or two (kHi: rows 8-15 of the q.K tile are heads 8-15, whose scores come out of
+// the same mmas; their P.V is a second 8-column tile over the same V words).
+template <bool kHi>
+__device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t_end, int g, int t, const QFrag<kHi>& q, float sscale,
+                                             Running<kHi>& r) {
+  // Scores of heads g (and g + 8) for tokens n*8 + 2t and n*8 + 2t + 1 of each n-tile.
+  float s[kHi ? 2 : 1][kTiles][2];
+  bool valid[kTiles][2];
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n) {
+    uint32_t kw[2 * kKTiles];
+#pragma unroll
+    for (int j = 0; j < kKLoads; ++j) to_words(cur.k[n][j], kw + j * (kKElems / 2));
+    // Two independent accumulators halve the dependent chain of mmas (H200 run 18: FP8 D256
+    // 542 -> 512 us at B64 L8192; at B1 L128, where one warp per scheduler waits on every
+    // latency, 6.2 -> 6.0 us).
+    float c2[2][4] = {};
+#pragma unroll
+    for (int i = 0; i < kKTiles; ++i) {
+      if constexpr (kHi) mma_k16(c2[i & 1], q.lo[i][0], q.hi[i][0], q.lo[i][1], q.hi[i][1], kw[2 * i], kw[2 * i + 1]);
+      else mma_k16(c2[i & 1], q.lo[i][0], 0u, q.lo[i][1], 0u, kw[2 * i], kw[2 * i + 1]);
+    }
+    const float c[4] = {c2[0][0] + c2[1][0], c2[0][1] + c2[1][1], c2[0][2] + c2[1][2], c2[0][3] + c2[1][3]};
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      valid[n][e] = t0 + n * 8 + 2 * t + e < t_end;
+      s[0][n][e] = valid[n][e] ? c[e] * sscale : kNegBig;
+      if constexpr (kHi) s[kHi ? 1 : 0][n][e] = valid[n][e] ? c[2 + e] * sscale : kNegBig;
+    }
+  }
+  uint32_t pb[kHi ? 2 : 1][kTiles];
+#pragma unroll
+  for (int h = 0; h < (kHi ? 2 : 1); ++h) update_row(s[h], valid, t, r.row[h], pb[h]);
+
+  uint32_t vw[kVTokens][kKTiles];
+#pragma unroll
+  for (int u = 0; u < kVTokens; ++u) {
+#pragma unroll
+    for (int j = 0; j < kVLoads; ++j) to_words(cur.v[u][j], vw[u] + j * (kVElems / 2));
+    // Rows past the end may hold anything (NaN included); zero them so 0 * V stays 0.
+    if (t0 + v_token(u, t) >= t_end)
+#pragma unroll
+      for (int i = 0; i < kKTiles; ++i) vw[u][i] = 0u;
+  }
+#pragma unroll
+  for (int h = 0; h < (kHi ? 2 : 1); ++h) pv_row(vw, pb[h], r.row[h]);
+}
+
 // Every step of this warp (tokens first, first + kStride, ... below t_end), through registers or
 // through the shared-memory ring.
-__device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV3& p, const BlockWork& w, Staging& stage, int g, int t,
-                                           const uint32_t (&qa)[kKTiles][2], float sscale, Running& r) {
+template <bool kHi>
+__device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV4& p, const BlockWork& w, Staging& stage, int g, int t,
+                                           const QFrag<kHi>& q, float sscale, Running<kHi>& r) {
   const int32_t* pages = p.block_table + static_cast<int64_t>(w.b) * p.block_table_stride;
   const char* kbase = static_cast<const char*>(p.k_cache) + w.kvh * p.kv_stride_head * kKvBytes;
   const char* vbase = static_cast<const char*>(p.v_cache) + w.kvh * p.kv_stride_head * kKvBytes;
@@ -386,47 +435,63 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV3& p, 
       if (k == 0) CUBINRT_TRACE_FIRST_STEP();
       StepLoads cur;
       read_step(ring + (k % kRing) * 2 * kStepChunks, g, t, cur);
-      consume_step(cur, first + k * kStride, w.t_end, g, t, qa, sscale, r);
+      consume_step<kHi>(cur, first + k * kStride, w.t_end, g, t, q, sscale, r);
       __syncwarp();  // every lane has read step k before its slot is refilled
     }
   } else {
     for (int t0 = first; t0 < w.t_end; t0 += kStride) {
       StepLoads cur;
       load_step(p, w, pages, kbase, vbase, t0, g, t, cur);
-      consume_step(cur, t0, w.t_end, g, t, qa, sscale, r);
+      consume_step<kHi>(cur, t0, w.t_end, g, t, q, sscale, r);
     }
   }
 }
 
 // `stage` and `out` may share memory: every warp is done with the ring before any writes out.
-__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV3& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
+template <bool kHi>
+__device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParamsV4& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
   const int g = w.lane >> 2, t = w.lane & 3;
-  uint32_t qa[kKTiles][2];
-  const float sscale = load_q(p, w, g, t, qa) * p.softmax_scale * kLog2e * p.k_scale * kFp8Unit;
+  QFrag<kHi> q;
+  const float sscale = load_q<kHi>(p, w, g, t, q) * p.softmax_scale * kLog2e * p.k_scale * kFp8Unit;
   const float vscale = p.v_scale * kFp8Unit;
 
-  Running r;
+  Running<kHi> r;
 #pragma unroll
-  for (int i = 0; i < kKTiles; ++i) r.acc[i][0] = r.acc[i][1] = r.acc[i][2] = r.acc[i][3] = 0.f;
-  r.m = kNegBig;
-  r.l = 0.f;
-  walk_steps(p, w, stage, g, t, qa, sscale, r);
+  for (int h = 0; h < (kHi ? 2 : 1); ++h) {
+#pragma unroll
+    for (int i = 0; i < kKTiles; ++i) r.row[h].acc[i][0] = r.row[h].acc[i][1] = r.row[h].acc[i][2] = r.row[h].acc[i][3] = 0.f;
+    r.row[h].m = kNegBig;
+    r.row[h].l = 0.f;
+  }
+  walk_steps<kHi>(p, w, stage, g, t, q, sscale, r);
   if constexpr (kStages > 0) __syncthreads();
 
-  float l = r.l;
-  l += __shfl_xor_sync(0xffffffffu, l, 1);
-  l += __shfl_xor_sync(0xffffffffu, l, 2);
-  if (2 * t < kGroup) {
+#pragma unroll
+  for (int h = 0; h < (kHi ? 2 : 1); ++h) {
+    const RowState& row = r.row[h];
+    const int head = 8 * h;  // the row's first head
+    float l = row.l;
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
 #pragma unroll
     for (int i = 0; i < kKTiles; ++i) {
       const int d = v_word_dim(i, g);
-      out.acc[w.warp][2 * t][d] = r.acc[i][0] * vscale;
-      out.acc[w.warp][2 * t + 1][d] = r.acc[i][1] * vscale;
-      out.acc[w.warp][2 * t][d + 1] = r.acc[i][2] * vscale;
-      out.acc[w.warp][2 * t + 1][d + 1] = r.acc[i][3] * vscale;
+      out.acc[w.warp][head + 2 * t][d] = row.acc[i][0] * vscale;
+      out.acc[w.warp][head + 2 * t + 1][d] = row.acc[i][1] * vscale;
+      out.acc[w.warp][head + 2 * t][d + 1] = row.acc[i][2] * vscale;
+      out.acc[w.warp][head + 2 * t + 1][d + 1] = row.acc[i][3] * vscale;
     }
+    if (t == 0) { out.ml[w.warp][head + g][0] = row.m; out.ml[w.warp][head + g][1] = l; }
   }
-  if (t == 0 && g < kGroup) { out.ml[w.warp][g][0] = r.m; out.ml[w.warp][g][1] = l; }
+}
+
+// A chunk of more than 8 heads (kGroup 16) takes both rows of the q.K tile; up to 8 take one,
+// with the accumulators and mmas of one row only.
+__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV4& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
+  if constexpr (kGroup > 8) {
+    if (w.heads > 8) return warp_partial_rows<true>(p, w, stage, out);
+  }
+  warp_partial_rows<false>(p, w, stage, out);
 }
 
 }  // namespace paged_decode::mma

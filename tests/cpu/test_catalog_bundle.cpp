@@ -36,7 +36,7 @@ TEST(Catalog, DeclaresEveryVariant) {
   EXPECT_EQ(v.id, "paged_decode.sm_80.hd64.fp16.fp16.p16");
   EXPECT_EQ(v.symbol, "cubinrt_paged_decode_hd64_fp16_fp16_p16");
   EXPECT_EQ(v.abi_name, "PagedDecodeParams");
-  EXPECT_EQ(v.abi_version, 3u);
+  EXPECT_EQ(v.abi_version, 4u);
 }
 
 TEST(Catalog, RejectsMalformedDocuments) {

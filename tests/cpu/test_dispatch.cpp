@@ -91,8 +91,8 @@ TEST_F(Dispatch, LaunchHandsTheDriverTheAbiStruct) {
   EXPECT_EQ(r.config.gridDimY, 8u);  // one block per kv head: 4 q heads per kv head fit one chunk
   EXPECT_EQ(r.config.gridDimZ, static_cast<unsigned>(plan->num_splits()));
   EXPECT_EQ(r.config.blockDimX, plan->kernel().entry->max_threads);  // the kernel's launch bound, as the manifest records it
-  ASSERT_EQ(r.params.size(), offsetof(CubinrtPagedDecodeParamsV3, lse_stride_head) + sizeof(int64_t));
-  CubinrtPagedDecodeParamsV3 p{};
+  ASSERT_EQ(r.params.size(), offsetof(CubinrtPagedDecodeParamsV4, lse_stride_head) + sizeof(int64_t));
+  CubinrtPagedDecodeParamsV4 p{};
   std::memcpy(&p, r.params.data(), r.params.size());
   EXPECT_EQ(p.k_cache, k);
   EXPECT_EQ(p.v_cache, v);
@@ -207,7 +207,7 @@ TEST_F(Dispatch, StridedViewsReachTheKernelAsGiven) {
   a.lse_strides = {1, 3};
   CUBINRT_ASSERT_OK(plan->launch(a, nullptr));
   ASSERT_EQ(fake_state().launches.size(), 1u);
-  CubinrtPagedDecodeParamsV3 p{};
+  CubinrtPagedDecodeParamsV4 p{};
   std::memcpy(&p, fake_state().launches[0].params.data(), fake_state().launches[0].params.size());
   EXPECT_EQ(p.v_cache, k + 16);
   EXPECT_EQ(p.kv_stride_page, page);
@@ -232,7 +232,7 @@ TEST_F(Dispatch, ContiguousDefaultsAndExtentOneDimensions) {
   alignas(16) float lse[32];
   a.lse = lse;
   CUBINRT_ASSERT_OK(plan->launch(a, nullptr));
-  CubinrtPagedDecodeParamsV3 p{};
+  CubinrtPagedDecodeParamsV4 p{};
   std::memcpy(&p, fake_state().launches[0].params.data(), fake_state().launches[0].params.size());
   EXPECT_EQ(p.q_stride_batch, 0);
   EXPECT_EQ(p.q_stride_head, 128);
@@ -283,17 +283,19 @@ TEST_F(Dispatch, StridesThatBreakTheKernelsAccessesAreRefused) {
   EXPECT_TRUE(fake_state().launches.empty());
 }
 
-TEST_F(Dispatch, GroupsOfEightTakeOneBlockPerKvHead) {
-  shape.num_q_heads = 64;  // 8 q heads per kv head (Llama-3-70B): one chunk, KV read once
+TEST_F(Dispatch, GroupsOfUpTo16TakeOneBlockPerKvHead) {
   shape.batch = 64;
-  auto plan = DecodePlan::create(*rt, shape);
-  CUBINRT_ASSERT_OK(plan);
-  CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
-  EXPECT_EQ(fake_state().launches.back().config.gridDimY, 8u);
+  for (uint32_t heads : {64u, 128u}) {  // 8 and 16 q heads per kv head (Llama-3-70B, -405B): KV read once
+    shape.num_q_heads = heads;
+    auto plan = DecodePlan::create(*rt, shape);
+    CUBINRT_ASSERT_OK(plan);
+    CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
+    EXPECT_EQ(fake_state().launches.back().config.gridDimY, 8u) << heads;
+  }
 }
 
 TEST_F(Dispatch, LargeGroupsAreSplitIntoHeadChunks) {
-  shape.num_q_heads = 128;  // 16 q heads per kv head: 2 chunks of 8
+  shape.num_q_heads = 256;  // 32 q heads per kv head: 2 chunks of 16 (head_dim 128)
   shape.batch = 64;
   auto plan = DecodePlan::create(*rt, shape);
   CUBINRT_ASSERT_OK(plan);
@@ -382,7 +384,7 @@ TEST_F(Dispatch, ClusterMergeLaunchesOneClusterPerHeadChunk) {
   EXPECT_EQ(r.attrs[0].value.clusterDim.x, 1u);
   EXPECT_EQ(r.attrs[0].value.clusterDim.y, 1u);
   EXPECT_EQ(r.attrs[0].value.clusterDim.z, 3u);
-  CubinrtPagedDecodeParamsV3 p{};
+  CubinrtPagedDecodeParamsV4 p{};
   std::memcpy(&p, r.params.data(), r.params.size());
   EXPECT_EQ(p.partial, nullptr);
   EXPECT_EQ(p.split_counters, nullptr);

@@ -219,7 +219,7 @@ TEST(FakeRuntime, DriverDisagreesWithAbi) {
   auto rt = create({h200()}, f);
   ASSERT_FALSE(rt);
   EXPECT_EQ(rt.error().code, Errc::mismatch);
-  EXPECT_NE(rt.error().message.find("the driver puts parameter 0 at offset 8 size 8, ABI PagedDecodeParams v3 field 'q' is at offset 0 size 8"),
+  EXPECT_NE(rt.error().message.find("the driver puts parameter 0 at offset 8 size 8, ABI PagedDecodeParams v4 field 'q' is at offset 0 size 8"),
             std::string::npos) << rt.error().message;
 }
 

@@ -72,8 +72,9 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
   ASSERT_FALSE(keys.empty());
   std::string report = "| variant | max rel. error (out) | max rel. error (lse) | tolerance |\n|---|---|---|---|\n";
   for (const KernelKey& key : keys) {
-    // Ragged lengths, none a multiple of the page size; one past 8K; GQA ratios of 4, 8 (one
-    // chunk of 8 heads), 5 (a partial chunk) and 16 (two chunks); both layouts; splits forced
+    // Ragged lengths, none a multiple of the page size; one past 8K; GQA ratios of 1, 4, 5, 8,
+    // 12 and 16 (at head_dim 128 one chunk: rows 0-7, then 8-15 of the q.K tile; at 64 and 256
+    // two chunks of 8) and 32 (two chunks of 16, or four of 8); both layouts; splits forced
     // and chosen, merged through the workspace and (sm_90 and later: the planner's choice where
     // the workspace would take 2 to 8 splits) by a cluster, with a split past a sequence's end.
     std::vector<Case> cases = {
@@ -83,6 +84,8 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
         {3, 8, 2, {600, 33, 517}, KvLayout::hnd, 0},
         {2, 10, 2, {300, 1031}, KvLayout::nhd, 2},
         {2, 32, 2, {129, 700}, KvLayout::hnd, 0},
+        {2, 24, 2, {1500, 77}, KvLayout::hnd, 3},
+        {2, 64, 2, {260, 1100}, KvLayout::nhd, 0},
     };
     if (paged_decode::supports_cluster_merge(rt->device(), *rt->selected(key))) cases.push_back({2, 16, 2, {100, 45}, KvLayout::nhd, 2, SplitMerge::cluster});
     double worst = 0, worst_lse = 0;

@@ -10,13 +10,13 @@ namespace cubinrt {
 namespace {
 
 #define CUBINRT_ABI_FIELD_(type, name)                                                \
-  AbiField{#name, static_cast<uint32_t>(offsetof(CubinrtPagedDecodeParamsV3, name)), \
-           static_cast<uint32_t>(sizeof(CubinrtPagedDecodeParamsV3::name))},
+  AbiField{#name, static_cast<uint32_t>(offsetof(CubinrtPagedDecodeParamsV4, name)), \
+           static_cast<uint32_t>(sizeof(CubinrtPagedDecodeParamsV4::name))},
 // Made on first use (a family may be asked for during another file's static initialisation).
-const AbiLayout& abi_v3() {
+const AbiLayout& abi_v4() {
   static const AbiLayout abi =
-      make_abi_layout(CUBINRT_PAGED_DECODE_ABI_NAME, CUBINRT_PAGED_DECODE_ABI_VERSION, sizeof(CubinrtPagedDecodeParamsV3),
-                      {CUBINRT_PAGED_DECODE_V3_FIELDS(CUBINRT_ABI_FIELD_)}, CUBINRT_PAGED_DECODE_MIN_THREADS);
+      make_abi_layout(CUBINRT_PAGED_DECODE_ABI_NAME, CUBINRT_PAGED_DECODE_ABI_VERSION, sizeof(CubinrtPagedDecodeParamsV4),
+                      {CUBINRT_PAGED_DECODE_V4_FIELDS(CUBINRT_ABI_FIELD_)}, CUBINRT_PAGED_DECODE_MIN_THREADS);
   return abi;
 }
 #undef CUBINRT_ABI_FIELD_
@@ -32,7 +32,7 @@ class PagedDecode final : public Family {
 
  private:
   static constexpr std::string_view kAxes[] = {"head_dim", "q_dtype", "kv_dtype", "page_size"};
-  const AbiLayout* abis_[1] = {&abi_v3()};
+  const AbiLayout* abis_[1] = {&abi_v4()};
 };
 
 }  // namespace

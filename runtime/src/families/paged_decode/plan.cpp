@@ -35,7 +35,8 @@ Status check_shape(const DecodeShape& s) {
   if (s.max_seq_len > capacity)
     return bad(fmt::format("max_seq_len {} exceeds the block table's capacity of {} tokens ({} pages of {})", s.max_seq_len, capacity,
                            s.block_table_stride, s.page_size));
-  if (s.batch > 0x7fffffffu || uint64_t{s.num_kv_heads} * ((s.num_q_heads / s.num_kv_heads + CUBINRT_PAGED_DECODE_MAX_GROUP - 1) / CUBINRT_PAGED_DECODE_MAX_GROUP) > 65535)
+  const uint32_t max_group = CUBINRT_PAGED_DECODE_MAX_GROUP(s.head_dim);
+  if (s.batch > 0x7fffffffu || uint64_t{s.num_kv_heads} * ((s.num_q_heads / s.num_kv_heads + max_group - 1) / max_group) > 65535)
     return bad("too many heads for one launch");
   return {};
 }
@@ -96,12 +97,13 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
   plan.param_bytes_ = CUBINRT_TRY(find_abi(entry.key.family, entry.abi_name, entry.abi_version))->param_bytes;
   // The launch fills this struct; a kernel of another ABI (a bundle that is not this build's)
   // would take a parameter block of another size.
-  if (plan.param_bytes_ > sizeof(CubinrtPagedDecodeParamsV3))
+  if (plan.param_bytes_ > sizeof(CubinrtPagedDecodeParamsV4))
     return fail(Errc::mismatch, fmt::format("paged decode: kernel {} takes {} parameter bytes, this build fills {}", entry.id,
-                                            plan.param_bytes_, sizeof(CubinrtPagedDecodeParamsV3)));
+                                            plan.param_bytes_, sizeof(CubinrtPagedDecodeParamsV4)));
 
   const int group = static_cast<int>(s.num_q_heads / s.num_kv_heads);
-  plan.head_chunks_ = (group + CUBINRT_PAGED_DECODE_MAX_GROUP - 1) / CUBINRT_PAGED_DECODE_MAX_GROUP;
+  const int max_group = CUBINRT_PAGED_DECODE_MAX_GROUP(s.head_dim);
+  plan.head_chunks_ = (group + max_group - 1) / max_group;
   const int64_t max_len = s.max_seq_len ? s.max_seq_len : int64_t{s.block_table_stride} * s.page_size;
   const int64_t pages = (max_len + s.page_size - 1) / s.page_size;
   const int64_t blocks = int64_t{s.batch} * s.num_kv_heads * plan.head_chunks_;
@@ -160,7 +162,7 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
                            workspace_bytes_, a.workspace ? a.workspace_bytes : 0));
 
   const int64_t D = s.head_dim;
-  CubinrtPagedDecodeParamsV3 p{};
+  CubinrtPagedDecodeParamsV4 p{};
   p.q = a.q;
   p.k_cache = a.kv.k;
   p.v_cache = a.kv.v;
