@@ -297,7 +297,8 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
         std::exit(1);
       }
     });
-    md(fmt::format("| {} | {} | {} | {:.2f} | {:.2f} | {:.2f} |", s.name, dtype_name(kv), plan.num_splits(), us, bare_replay_us, us / bare_replay_us));
+    md(fmt::format("| {} | {} | {}{} | {:.2f} | {:.2f} | {:.2f} |", s.name, dtype_name(kv), plan.num_splits(),
+                   plan.merge() == SplitMerge::cluster ? " cluster" : "", us, bare_replay_us, us / bare_replay_us));
     for (CUdeviceptr p : {q, kc, vc, out, table, lens, ws})
       if (p) g_d->cuMemFree(p);
     return;
@@ -478,8 +479,16 @@ int main(int argc, char** argv) {
         sweep_shapes.push_back({sweep_names.emplace_back(fmt::format("B{} L{} 32q/8kv D128 p16", batch, len)).c_str(), batch, len, 32, 8, 128, 16});
   }
   // Graph replay: small batches, per launch, against an empty kernel replayed the same way.
-  const Shape replay_shapes[] = {{"B1 L128 32q/8kv D128 p16", 1, 128, 32, 8, 128, 16}, {"B4 L512 32q/8kv D128 p16", 4, 512, 32, 8, 128, 16},
-                                 {"B1 L1024 32q/8kv D128 p16", 1, 1024, 32, 8, 128, 16}};
+  const Shape replay_shapes[] = {
+      {"B1 L128 32q/8kv D128 p16", 1, 128, 32, 8, 128, 16},
+      {"B4 L512 32q/8kv D128 p16", 4, 512, 32, 8, 128, 16},
+      {"B1 L1024 32q/8kv D128 p16", 1, 1024, 32, 8, 128, 16},
+      // The planner's choice for B4 L512 against its neighbours, under replay (forced).
+      {"B4 L512 32q/8kv D128 p16, forced", 4, 512, 32, 8, 128, 16, 1},
+      {"B4 L512 32q/8kv D128 p16, forced", 4, 512, 32, 8, 128, 16, 2, KvLayout::nhd, SplitMerge::cluster},
+      {"B4 L512 32q/8kv D128 p16, forced", 4, 512, 32, 8, 128, 16, 8, KvLayout::nhd, SplitMerge::cluster},
+      {"B4 L512 32q/8kv D128 p16, forced", 4, 512, 32, 8, 128, 16, 4, KvLayout::nhd, SplitMerge::workspace},
+  };
   std::optional<GraphApi> graph;
   double bare_replay = 0;
   if (replay) {
