@@ -72,6 +72,7 @@ std::vector<cubinrt_decode_key> c_keys(const std::vector<Key>& keys) {
 cubinrt_tensor tensor(nb::handle d, const char* name) {
   cubinrt_tensor t{};
   if (d.is_none()) return t;
+  if (!nb::isinstance<nb::tuple>(d)) throw nb::type_error((std::string(name) + ": a tensor descriptor is a tuple").c_str());
   nb::tuple tup = nb::borrow<nb::tuple>(d);
   if (tup.size() != 7) throw nb::value_error((std::string(name) + ": a tensor descriptor has 7 fields").c_str());
   t.data = reinterpret_cast<void*>(nb::cast<uintptr_t>(tup[0]));
@@ -232,6 +233,10 @@ nb::tuple dlpack_descriptor(nb::ndarray<nb::ro> a) {
 
 NB_MODULE(_cubinrt, m) {
   m.doc() = "cubinrt's C ABI (use the cubinrt package, not this module)";
+  // The package's callbacks (g_error, g_descriptor, g_stream) live for the process, and through
+  // them the package and its objects: nothing of them is freed before exit, and nanobind's exit
+  // report of live instances would only say so.
+  nb::set_leak_warnings(false);
   m.def("_set_error_type", [](nb::object e) { g_error = e.release(); });
   m.def("version", [] { return std::string(cubinrt_version()); });
   m.def("c_api_version", [] { return cubinrt_c_api_version(); });
