@@ -39,11 +39,6 @@ constexpr size_t kDeviceInfoV1 = sizeof(cubinrt_device_info);
 constexpr size_t kBundleInfoV1 = sizeof(cubinrt_bundle_info);
 constexpr size_t kSelfCheckV1 = sizeof(cubinrt_selfcheck_result);
 
-Status check_handle(const void* handle, const char* what) {
-  if (handle == nullptr) return fail(Errc::invalid_argument, fmt::format("{} is NULL", what));
-  return {};
-}
-
 }  // namespace
 
 cubinrt_status set_error(const Error& e) { return set_error(status_of(e.code), e.message); }
@@ -135,7 +130,7 @@ void cubinrt_runtime_destroy(cubinrt_runtime* runtime) { delete runtime; }
 
 cubinrt_status cubinrt_runtime_device(const cubinrt_runtime* runtime, cubinrt_device_info* info) {
   return boundary("cubinrt_runtime_device", [&]() -> Status {
-    CUBINRT_TRY(check_handle(runtime, "the runtime"));
+    CUBINRT_TRY(not_null(runtime, "the runtime"));
     const DeviceInfo& d = runtime->rt->device();
     cubinrt_device_info v{};
     v.struct_size = sizeof v;
@@ -151,7 +146,7 @@ cubinrt_status cubinrt_runtime_device(const cubinrt_runtime* runtime, cubinrt_de
 
 cubinrt_status cubinrt_runtime_bundle(const cubinrt_runtime* runtime, cubinrt_bundle_info* info) {
   return boundary("cubinrt_runtime_bundle", [&]() -> Status {
-    CUBINRT_TRY(check_handle(runtime, "the runtime"));
+    CUBINRT_TRY(not_null(runtime, "the runtime"));
     const Bundle& b = runtime->rt->bundle();
     const Manifest& m = b.manifest();
     cubinrt_bundle_info v{};
@@ -170,7 +165,7 @@ cubinrt_status cubinrt_runtime_bundle(const cubinrt_runtime* runtime, cubinrt_bu
 cubinrt_status cubinrt_decode_supports(const cubinrt_runtime* runtime, const cubinrt_decode_key* key, int32_t* supported, char* reason,
                                        size_t reason_size) {
   return boundary("cubinrt_decode_supports", [&]() -> Status {
-    CUBINRT_TRY(check_handle(runtime, "the runtime"));
+    CUBINRT_TRY(not_null(runtime, "the runtime"));
     if (key == nullptr || supported == nullptr) return fail(Errc::invalid_argument, "cubinrt_decode_supports: key and supported must be non-NULL");
     const Support s = runtime->rt->supports(CUBINRT_TRY(decode_key_of(*key)));
     *supported = s.ok ? 1 : 0;
@@ -181,7 +176,7 @@ cubinrt_status cubinrt_decode_supports(const cubinrt_runtime* runtime, const cub
 
 cubinrt_status cubinrt_decode_available(const cubinrt_runtime* runtime, cubinrt_decode_key* keys, size_t capacity, size_t* count) {
   return boundary("cubinrt_decode_available", [&]() -> Status {
-    CUBINRT_TRY(check_handle(runtime, "the runtime"));
+    CUBINRT_TRY(not_null(runtime, "the runtime"));
     if (count == nullptr || (capacity > 0 && keys == nullptr))
       return fail(Errc::invalid_argument, "cubinrt_decode_available: count must be non-NULL, and keys too when capacity > 0");
     size_t n = 0;

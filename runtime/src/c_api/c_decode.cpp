@@ -4,12 +4,12 @@
 // turns it into the C++ DecodeArgs, whose launch then checks strides and alignment. Nothing is
 // allocated or formatted unless a check fails.
 #include <array>
-#include <charconv>
 #include <span>
 #include <string_view>
 
 #include "c_api/c_handles.hpp"
 #include "c_api/c_status.hpp"
+#include "family/family.hpp"
 #include "common/try.hpp"
 #include "loader/loaded_kernel.hpp"
 #include "bundle/manifest.hpp"
@@ -21,13 +21,6 @@ namespace {
 constexpr size_t kShapeV1 = sizeof(cubinrt_decode_shape);
 constexpr size_t kPlanInfoV1 = sizeof(cubinrt_decode_plan_info);
 constexpr size_t kArgsV1 = sizeof(cubinrt_decode_args);
-
-uint32_t axis_u32(const KernelKey& key, std::string_view axis) {
-  const std::string_view text = key.axis(axis);
-  uint32_t v = 0;
-  std::from_chars(text.data(), text.data() + text.size(), v);
-  return v;
-}
 
 // An element type a tensor may have: the dtypes of the table, and the index and LSE types.
 enum class Elem { fp16, bf16, fp8_e4m3, fp8_e5m2, uint8, int32, float32, other };
@@ -132,8 +125,10 @@ std::optional<cubinrt_decode_key> c_decode_key(const KernelKey& key) {
   if (key.family != "paged_decode") return std::nullopt;
   auto q = parse_dtype(key.axis("q_dtype"));
   auto kv = parse_dtype(key.axis("kv_dtype"));
-  if (!q || !kv) return std::nullopt;
-  return cubinrt_decode_key{axis_u32(key, "head_dim"), static_cast<int32_t>(*q), static_cast<int32_t>(*kv), axis_u32(key, "page_size")};
+  auto head_dim = axis_number(key, "head_dim");
+  auto page_size = axis_number(key, "page_size");
+  if (!q || !kv || !head_dim || !page_size) return std::nullopt;
+  return cubinrt_decode_key{*head_dim, static_cast<int32_t>(*q), static_cast<int32_t>(*kv), *page_size};
 }
 
 }  // namespace cubinrt::c_api

@@ -35,13 +35,19 @@ cubinrt_status boundary(const char* function, F&& body) noexcept {
   }
 }
 
+// A pointer the caller must pass: `what` names it in the error.
+inline Status not_null(const void* p, const char* what) {
+  if (p == nullptr) return fail(Errc::invalid_argument, fmt::format("{} is NULL", what));
+  return {};
+}
+
 // A caller's size-prefixed struct as this library knows it: the bytes the caller set (older callers
 // set fewer; the rest stay as zero-initialised here), refusing a size below the first version's or
 // a newer caller's fields this library does not know unless they are zero.
 template <class T>
 Result<T> read_struct(const T* in, const char* what, size_t first_version_size) {
   static_assert(std::is_trivially_copyable_v<T>);
-  if (in == nullptr) return fail(Errc::invalid_argument, fmt::format("{} is NULL", what));
+  if (auto s = not_null(in, what); !s) return std::unexpected(std::move(s).error());
   const size_t size = in->struct_size;
   if (size < first_version_size)
     return fail(Errc::invalid_argument, fmt::format("{}.struct_size is {}, below the {} bytes of its first version: "
@@ -61,7 +67,7 @@ Result<T> read_struct(const T* in, const char* what, size_t first_version_size) 
 // Writes `value` into a caller's size-prefixed output struct, as much of it as the caller has.
 template <class T>
 Status write_struct(T* out, const T& value, const char* what, size_t first_version_size) {
-  if (out == nullptr) return fail(Errc::invalid_argument, fmt::format("{} is NULL", what));
+  if (auto s = not_null(out, what); !s) return s;
   const size_t size = out->struct_size;
   if (size < first_version_size)
     return fail(Errc::invalid_argument, fmt::format("{}.struct_size is {}, below the {} bytes of its first version: "
