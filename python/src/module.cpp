@@ -1,7 +1,8 @@
-// cubinrt._cubinrt: the C ABI (cubinrt.h) as Python sees it. Thin on purpose: handles, the calls,
-// and tensors as plain descriptors; cubinrt/__init__.py turns torch, CuPy and DLPack tensors
-// into descriptors and gives the classes their Python shape. Every failure raises cubinrt.Error
-// with the library's message and status.
+// cubinrt._cubinrt: the C ABI (cubinrt.h) as Python sees it. Thin on purpose: handles and the
+// calls. Tensors whose type has DLPack's C exchange API (torch's) are read here in C; any other
+// goes through cubinrt._descriptor (cubinrt/__init__.py: __cuda_array_interface__, DLPack), which
+// also gives the classes their Python shape. Every failure raises cubinrt.Error with the
+// library's message and status.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -44,6 +45,16 @@ struct Plan {
   nb::object runtime;  // keeps the runtime alive while the plan is
   ~Plan() { cubinrt_decode_plan_destroy(h); }
 };
+
+// One launch, the GIL released around it (an engine's other threads go on), its failure raised.
+void launch_checked(const Plan& p, const cubinrt_decode_args& a, void* stream) {
+  cubinrt_status status;
+  {
+    nb::gil_scoped_release unlocked;
+    status = cubinrt_decode_plan_launch(p.h, &a, stream);
+  }
+  check(status);
+}
 
 using Key = std::tuple<uint32_t, int32_t, int32_t, uint32_t>;  // head_dim, q_dtype, kv_dtype, page_size
 
@@ -320,12 +331,7 @@ NB_MODULE(_cubinrt, m) {
              void* s = nullptr;
              const cubinrt_decode_args a =
                  launch_args(q, k, v, block_table, seq_lens, out, lse, kv_declared, k_scale, v_scale, softmax_scale, workspace, stream, &s);
-             cubinrt_status status;
-             {
-               nb::gil_scoped_release unlocked;
-               status = cubinrt_decode_plan_launch(p.h, &a, s);
-             }
-             check(status);
+             launch_checked(p, a, s);
            },
            nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(), nb::arg("block_table").none(), nb::arg("seq_lens").none(),
            nb::arg("out").none(), nb::arg("lse").none(), nb::arg("kv_declared"), nb::arg("k_scale"), nb::arg("v_scale"),
@@ -355,12 +361,7 @@ NB_MODULE(_cubinrt, m) {
              a.out = tensor(out, "out"), a.lse = tensor(lse, "lse");
              a.kv_declared = kv_declared, a.k_scale = k_scale, a.v_scale = v_scale, a.softmax_scale = softmax_scale;
              a.workspace = reinterpret_cast<void*>(workspace), a.workspace_bytes = workspace_bytes;
-             cubinrt_status s;
-             {
-               nb::gil_scoped_release unlocked;
-               s = cubinrt_decode_plan_launch(p.h, &a, reinterpret_cast<void*>(stream));
-             }
-             check(s);
+             launch_checked(p, a, reinterpret_cast<void*>(stream));
            },
            nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(), nb::arg("block_table").none(), nb::arg("seq_lens").none(),
            nb::arg("out").none(), nb::arg("lse").none(), nb::arg("kv_declared"), nb::arg("k_scale"), nb::arg("v_scale"),
@@ -369,12 +370,6 @@ NB_MODULE(_cubinrt, m) {
   m.def("_set_descriptor_fn", [](nb::object f) { g_descriptor = f.release(); });
   m.def("_set_stream_fn", [](nb::object f) { g_stream = f.release(); });
   m.def("_has_exchange_api", [](nb::handle obj) { return exchange_api(Py_TYPE(obj.ptr())) != nullptr; });
-  m.def("_current_stream", [](nb::handle obj) {
-    void* stream = nullptr;
-    nb::handle none = nb::none();
-    launch_args(obj, none, none, none, none, none, none, 0, 1.f, 1.f, 0.f, none, none, &stream);
-    return reinterpret_cast<uintptr_t>(stream);
-  });
   m.def("selfcheck", [](int device, std::optional<std::string> bundle, bool known_answer) {
     std::optional<std::string> uuid;
     std::vector<cubinrt_decode_key> keys;
