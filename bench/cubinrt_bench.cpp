@@ -432,6 +432,11 @@ int main(int argc, char** argv) {
       {"B64 L8192 128q/8kv D128 p16", 64, 8192, 128, 8, 128, 16},
       {"B64 L8192 64q/4kv D128 p16", 64, 8192, 64, 4, 128, 16},
       {"B64 L8192 32q/4kv D256 p16", 64, 8192, 32, 4, 256, 16},
+      // Multi-query attention: every q head on one kv head (two head chunks of 16).
+      {"B64 L8192 32q/1kv D128 p16", 64, 8192, 32, 1, 128, 16},
+      {"B64 L8192 32q/1kv D128 p16, forced", 64, 8192, 32, 1, 128, 16, 4, KvLayout::nhd, SplitMerge::cluster},
+      {"B64 L8192 32q/1kv D128 p16, forced", 64, 8192, 32, 1, 128, 16, 8, KvLayout::nhd, SplitMerge::cluster},
+      {"B64 L8192 32q/1kv D128 p16, forced", 64, 8192, 32, 1, 128, 16, 8},
       // Heads-first pages: a kv head's tokens of a page are contiguous.
       {"B64 L8192 32q/8kv D128 p16 HND", 64, 8192, 32, 8, 128, 16, 0, KvLayout::hnd},
       {"B64 L8192 16q/8kv D256 p16 HND", 64, 8192, 16, 8, 256, 16, 0, KvLayout::hnd},

@@ -26,7 +26,7 @@ for step in "$@"; do
       for b in $D/*.bundle; do
         [[ $(basename "$b") == hd512_sm90.bundle || $(basename "$b") == test_copy.bundle || $(basename "$b") == trace* ]] && continue
         echo "== experiment $(basename "$b" .bundle)"
-        ./$D/cubinrt_bench --quick --bundle "$b" 2>&1; rc=$((rc | $?))
+        ./$D/cubinrt_bench --quick --only "${EXP_ONLY:-}" --bundle "$b" 2>&1; rc=$((rc | $?))
         CUBINRT_TEST_BUNDLE=$b ./$D/cubinrt_gpu_tests --gtest_filter='GpuDecode.EverySelected*' 2>&1 | grep -E "^\||OK|FAILED"; rc=$((rc | PIPESTATUS[0]))
       done 2>&1 | tee "$OUT/experiments.log" ;;
     grid)  # the regression table: batch x tokens, bf16 and FP8, KV TB/s over the copy ceiling
@@ -50,6 +50,14 @@ for step in "$@"; do
           --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
           ./$D/cubinrt_bench --quick $([[ $b == default ]] || echo --bundle "$b") 2>&1 | grep -v '^|'
       done 2>&1 | tee "$OUT/ncu.log" ;;
+    dram)  # KV bytes the kernel reads from DRAM (Nsight Compute) against the minimum, per shape of
+      # $DRAM_SHAPES (default: the head-group shapes), bf16 and FP8, one launch each after warm-up
+      IFS=';' read -ra shapes <<< "${DRAM_SHAPES:-B64 L8192 32q/8kv D128;B64 L8192 64q/8kv D128;B64 L8192 128q/8kv D128;B64 L8192 64q/4kv D128;B64 L8192 32q/1kv D128;B64 L8192 32q/4kv D256}"
+      for shape in "${shapes[@]}"; do for kv in bf16_bf16 bf16_fp8_e4m3; do
+        echo "== dram $shape $kv"
+        ncu --metrics dram__bytes_read.sum,gpu__time_duration.sum --kernel-name "regex:paged_decode_(g16_)?hd.*_${kv}_p16" --launch-skip 3 --launch-count 1 \
+          ./$D/cubinrt_bench --quick --only "$shape" 2>&1 | grep -E "dram__bytes_read|gpu__time_duration|==ERR|error"
+      done; done 2>&1 | tee "$OUT/dram.log" ;;
     versus)  # bf16 rows against PyTorch, alternating, $VERSUS_REPS (3) times each: the run-to-run
       # spread; $VERSUS_ONLY (default the B64 shapes) picks the shapes by name
       only=${VERSUS_ONLY:-B64 L8192}

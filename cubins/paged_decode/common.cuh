@@ -23,7 +23,14 @@ constexpr int kWarps = CUBINRT_WARPS;
 constexpr int kWarps = CUBINRT_PAGED_DECODE_THREADS / 32;
 #endif
 constexpr int kThreads = 32 * kWarps;
-constexpr int kGroup = CUBINRT_PAGED_DECODE_MAX_GROUP(CUBINRT_HEAD_DIM);
+// q heads a block takes (paged_decode_abi.h): the paged_decode_g16 family's kernels are built with
+// CUBINRT_G16 defined (the catalog's family defines).
+#ifdef CUBINRT_G16
+constexpr int kGroup = CUBINRT_PAGED_DECODE_G16_HEADS;
+static_assert(CUBINRT_HEAD_DIM == CUBINRT_PAGED_DECODE_G16_HEAD_DIM, "paged_decode_g16 is built for head_dim 128 only");
+#else
+constexpr int kGroup = CUBINRT_PAGED_DECODE_HEADS;
+#endif
 
 // Encodings are tested by name (cubinrt/dtypes.h), never by order.
 static_assert(CUBINRT_DTYPE_IS_FLOAT16(kQDtype), "q (and out) must be fp16 or bf16");

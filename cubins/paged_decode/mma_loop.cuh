@@ -47,10 +47,12 @@ constexpr int kTiles = CUBINRT_MMA_TILES;
 #else
 constexpr int kTiles = kHeadDim == 64 ? (kKvIsFp8 ? 8 : 4) : kHeadDim == 128 ? (kKvIsFp8 ? 2 : 1) : 1;
 #endif
-// D128: 16 warps an SM. D256 FP8: 3 blocks (170 registers); left uncapped, ptxas took 181 (2
-// blocks an SM) once the kernels were built per family unit, and B64 L8192 went 510 -> 653 us
-// (runs 33, 39).
-constexpr int kMinBlocks = kHeadDim == 128 ? 16 / kWarps : (kHeadDim == 256 && kKvIsFp8 ? 3 : 1);
+// D128: 16 warps an SM, but 3 blocks (164 registers, no spill) for 16 heads of FP8 KV, which at 4
+// blocks spills 116 bytes (H200 run 48, B64 L8192 128q/8kv: 408 us capped at 4, 304 at 3; bf16's
+// 16 heads spill 24 bytes at 4 blocks and take 498 us there, 578 at 3). D256 FP8: 3 blocks (170
+// registers); left uncapped, ptxas took 181 (2 blocks an SM) once the kernels were built per
+// family unit, and B64 L8192 went 510 -> 653 us (runs 33, 39).
+constexpr int kMinBlocks = kHeadDim == 128 ? (kGroup > 8 && kKvIsFp8 ? 3 : 16 / kWarps) : (kHeadDim == 256 && kKvIsFp8 ? 3 : 1);
 constexpr int kStep = 8 * kTiles;                       // tokens per warp step
 constexpr int kGroupTokens = kStep < 16 ? kStep : 16;   // tokens that share a page lookup
 constexpr int kLookups = kStep / kGroupTokens;
@@ -160,7 +162,7 @@ struct QFrag {
 // row of the warp); in every other case q is in the mma's type already and its words are the
 // fragment as loaded.
 template <bool kHi>
-__device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV4& p, const BlockWork& w, int g, int t, QFrag<kHi>& q) {
+__device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, int g, int t, QFrag<kHi>& q) {
   constexpr int kRows = kHi ? 2 : 1;
   constexpr int kVecsPerLoad = kKElems / 8;  // 16-byte loads of q per K load
   uint32_t qw[kRows][2 * kKTiles];
@@ -231,12 +233,12 @@ __device__ __forceinline__ StepPages step_pages(const int32_t* pages, int t0, in
 }
 
 // Element offset (within a kv head) of the first token of group i of the step at t0.
-__device__ __forceinline__ int64_t group_base(const CubinrtPagedDecodeParamsV4& p, const StepPages& sp, int t0, int i) {
+__device__ __forceinline__ int64_t group_base(const CubinrtPagedDecodeParamsV5& p, const StepPages& sp, int t0, int i) {
   return static_cast<int64_t>(sp.page[i]) * p.kv_stride_page + ((t0 + i * kGroupTokens) % kPageSize) * p.kv_stride_token;
 }
 
 // Issues one warp step's K and V loads.
-__device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV4& p, const BlockWork& w, const int32_t* pages, const char* kbase,
+__device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, const int32_t* pages, const char* kbase,
                                           const char* vbase, int t0, int g, int t, StepLoads& out) {
   const StepPages sp = step_pages(pages, t0, w.t_end);
   int64_t base[kLookups];
@@ -272,7 +274,7 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 // Starts copying one warp step's K and V rows into `buf`: the warp's lanes take consecutive
 // chunks, so each row is read as whole 32-byte sectors.
-__device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV4& p, const StepPages& sp, int lane, const char* kbase,
+__device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV5& p, const StepPages& sp, int lane, const char* kbase,
                                            const char* vbase, int t0, uint4* buf) {
 #pragma unroll
   for (int k = 0; k < kStepChunks / 32; ++k) {
@@ -309,9 +311,19 @@ struct Running {
   RowState row[kHi ? 2 : 1];  // heads 0-7 of the chunk, then 8-15
 };
 
+#ifndef CUBINRT_RESCALE_SLACK  // experiments only: -1 rescales every step, as before run 48
+#define CUBINRT_RESCALE_SLACK 8
+#endif
+// How far (log2 units) a head's running max may trail its true max before the accumulator is
+// rescaled. The weights exp2(s - m) then reach at most 2^slack, which the mma type (half or bf16)
+// and the float sums hold exactly as well as weights up to 1; in exchange a rescale (a multiply
+// of every accumulator and two shuffles) happens only when some head's max jumps by more than
+// the slack, which after a sequence's first steps is rare. -1: every step (the exact running max).
+constexpr float kRescaleSlack = CUBINRT_RESCALE_SLACK;
+
 // One row's online-softmax update for a step: scores s (head g, tokens n*8 + 2t + e) in, the
 // weights rounded to the mma type out (the sum adds the rounded values, so the normalisation
-// matches what P.V multiplies), the row's accumulator rescaled.
+// matches what P.V multiplies), the row's accumulator rescaled where its max moved.
 __device__ __forceinline__ void update_row(const float (&s)[kTiles][2], const bool (&valid)[kTiles][2], int t, RowState& r,
                                            uint32_t (&pb)[kTiles]) {
   float mx = r.m;
@@ -319,8 +331,19 @@ __device__ __forceinline__ void update_row(const float (&s)[kTiles][2], const bo
   for (int n = 0; n < kTiles; ++n) mx = fmaxf(mx, fmaxf(s[n][0], s[n][1]));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-  const float corr = exp2f(r.m - mx);
-  r.m = mx;
+  const bool grow = kRescaleSlack < 0.f || mx > r.m + kRescaleSlack;
+  // Warp-uniform: either no head of the warp rescales this step, or every lane takes part in the
+  // shuffles that bring each accumulator column its head's factor.
+  if (__any_sync(0xffffffffu, grow)) {
+    const float m_new = grow ? mx : r.m;
+    const float corr = exp2f(r.m - m_new);
+    r.m = m_new;
+    r.l *= corr;
+    // The accumulator's columns are heads 2t and 2t + 1, whose corrections live in quads 2t, 2t + 1.
+    const float c_lo = __shfl_sync(0xffffffffu, corr, 8 * t), c_hi = __shfl_sync(0xffffffffu, corr, 8 * t + 4);
+#pragma unroll
+    for (int i = 0; i < kKTiles; ++i) { r.acc[i][0] *= c_lo; r.acc[i][1] *= c_hi; r.acc[i][2] *= c_lo; r.acc[i][3] *= c_hi; }
+  }
   float psum = 0.f;
 #pragma unroll
   for (int n = 0; n < kTiles; ++n) {
@@ -328,11 +351,7 @@ __device__ __forceinline__ void update_row(const float (&s)[kTiles][2], const bo
     const float2 x = unpack2(pb[n]);
     psum += x.x + x.y;
   }
-  r.l = r.l * corr + psum;
-  // The accumulator's columns are heads 2t and 2t + 1, whose corrections live in quads 2t, 2t + 1.
-  const float c_lo = __shfl_sync(0xffffffffu, corr, 8 * t), c_hi = __shfl_sync(0xffffffffu, corr, 8 * t + 4);
-#pragma unroll
-  for (int i = 0; i < kKTiles; ++i) { r.acc[i][0] *= c_lo; r.acc[i][1] *= c_hi; r.acc[i][2] *= c_lo; r.acc[i][3] *= c_hi; }
+  r.l += psum;
 }
 
 // O^T += V^T P^T for one row of heads (its weights pb as the B operand).
@@ -403,7 +422,7 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
 // Every step of this warp (tokens first, first + kStride, ... below t_end), through registers or
 // through the shared-memory ring.
 template <bool kHi>
-__device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV4& p, const BlockWork& w, Staging& stage, int g, int t,
+__device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, Staging& stage, int g, int t,
                                            const QFrag<kHi>& q, float sscale, Running<kHi>& r) {
   const int32_t* pages = p.block_table + static_cast<int64_t>(w.b) * p.block_table_stride;
   const char* kbase = static_cast<const char*>(p.k_cache) + w.kvh * p.kv_stride_head * kKvBytes;
@@ -449,7 +468,7 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV4& p, 
 
 // `stage` and `out` may share memory: every warp is done with the ring before any writes out.
 template <bool kHi>
-__device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParamsV4& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
+__device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
   const int g = w.lane >> 2, t = w.lane & 3;
   QFrag<kHi> q;
   const float sscale = load_q<kHi>(p, w, g, t, q) * p.softmax_scale * kLog2e * p.k_scale * kFp8Unit;
@@ -487,7 +506,7 @@ __device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParams
 
 // A chunk of more than 8 heads (kGroup 16) takes both rows of the q.K tile; up to 8 take one,
 // with the accumulators and mmas of one row only.
-__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV4& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
+__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
   if constexpr (kGroup > 8) {
     if (w.heads > 8) return warp_partial_rows<true>(p, w, stage, out);
   }

@@ -78,7 +78,7 @@ __device__ __forceinline__ void merge_state(float& m, float& l, float* acc, floa
 struct Staging {};
 
 // Heads h0 .. h0 + kPass - 1 of the chunk over the block's KV range.
-__device__ __forceinline__ void warp_pass(const CubinrtPagedDecodeParamsV4& p, const BlockWork& w, int h0, WarpPartials& out) {
+__device__ __forceinline__ void warp_pass(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, int h0, WarpPartials& out) {
   const int slot = w.lane / kLanesPerToken, lane_d = w.lane % kLanesPerToken;
   // The lane's dims: load j covers [d0 + j * kLanesPerToken * kVec, + kVec).
   const int d0 = lane_d * kVec;
@@ -191,7 +191,7 @@ __device__ __forceinline__ void warp_pass(const CubinrtPagedDecodeParamsV4& p, c
   }
 }
 
-__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV4& p, const BlockWork& w, Staging&, WarpPartials& out) {
+__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, Staging&, WarpPartials& out) {
   for (int h0 = 0; h0 < w.heads; h0 += kPass) warp_pass(p, w, h0, out);
 }
 

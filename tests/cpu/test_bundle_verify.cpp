@@ -142,10 +142,10 @@ TEST_F(Relabelled, SymbolLie) {
 }
 
 TEST_F(Relabelled, AbiVersionLie) {
-  manifest.entries[0].abi_version = 5;
+  manifest.entries[0].abi_version = 6;
   const auto f = verify();
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_NE(f[0].message.find("parameter ABI PagedDecodeParams v5 of family paged_decode is unknown to this build"), std::string::npos) << f[0].message;
+  EXPECT_NE(f[0].message.find("parameter ABI PagedDecodeParams v6 of family paged_decode is unknown to this build"), std::string::npos) << f[0].message;
 }
 
 // A kernel whose FP8 KV pointer sits 8 bytes later than the dispatcher's struct puts it (built
@@ -158,7 +158,7 @@ TEST_F(Relabelled, Fp8KvPointerAtTheWrongOffset) {
   const auto f = verify();
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message, "bundle copy: entry paged_decode.sm_90.hd128.bf16.fp8_e4m3.p16: kernel 'cubinrt_paged_decode_hd128_bf16_fp8_e4m3_p16' "
-                          "parameter 1 is at offset 8 size 4, but ABI PagedDecodeParams v4 field 'k_cache' is at offset 8 size 8");
+                          "parameter 1 is at offset 8 size 4, but ABI PagedDecodeParams v5 field 'k_cache' is at offset 8 size 8");
 }
 
 // Every launch uses the kernel's launch bound as its block size, so the ABI check wants one the
@@ -182,7 +182,7 @@ TEST(BundleVerify, KernelAbiWantsALaunchBoundToLaunchWith) {
     k.max_ntid = bounds;
     const auto s = check_kernel_abi(k, **abi);
     ASSERT_FALSE(s) << bounds[0];
-    EXPECT_EQ(s.error().message, fmt::format("kernel '{}' has launch bounds ({}, {}, {}), but ABI PagedDecodeParams v4 launches "
+    EXPECT_EQ(s.error().message, fmt::format("kernel '{}' has launch bounds ({}, {}, {}), but ABI PagedDecodeParams v5 launches "
                                              "one-dimensional blocks of the launch bound: a multiple of 32 threads, at least 128",
                                              e.symbol, bounds[0], bounds[1], bounds[2]));
   }

@@ -1,6 +1,9 @@
 // The catalog and the embedded default bundle: real contents, recomputed, not trusted.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -25,10 +28,19 @@ TEST(Catalog, DeclaresEveryVariant) {
   CUBINRT_ASSERT_OK(c);
   std::map<std::string, int> per_arch;
   for (const auto& v : c->variants) ++per_arch[v.arch.str()];
-  // 3 head_dims x 2 q dtypes x 3 kv dtypes x 3 page sizes = 54 everywhere; +18 of head_dim 512 on SM100.
-  EXPECT_EQ(per_arch, (std::map<std::string, int>{{"sm_80", 54}, {"sm_89", 54}, {"sm_90", 54}, {"sm_100a", 72}, {"sm_103a", 72}, {"sm_120", 54}}));
-  EXPECT_EQ(c->variants.size(), 360u);
+  // paged_decode: 3 head_dims x 2 q dtypes x 3 kv dtypes x 3 page sizes = 54 everywhere, +18 of
+  // head_dim 512 on SM100; paged_decode_g16: head_dim 128's 18 everywhere.
+  EXPECT_EQ(per_arch, (std::map<std::string, int>{{"sm_80", 72}, {"sm_89", 72}, {"sm_90", 72}, {"sm_100a", 90}, {"sm_103a", 90}, {"sm_120", 72}}));
+  EXPECT_EQ(c->variants.size(), 468u);
   for (const auto& v : c->variants) {
+    if (v.key.family == "paged_decode_g16") {
+      EXPECT_EQ(decode_axes(v.key).head_dim, 128u) << v.id;
+      EXPECT_EQ(v.defines.back(), (std::pair<std::string, std::string>{"CUBINRT_G16", "1"})) << v.id;
+      EXPECT_TRUE(v.symbol.starts_with("cubinrt_paged_decode_g16_hd128_")) << v.id;
+    } else {
+      EXPECT_EQ(v.key.family, "paged_decode") << v.id;
+      EXPECT_TRUE(std::ranges::none_of(v.defines, [](const auto& d) { return d.first == "CUBINRT_G16"; })) << v.id;
+    }
     if (decode_axes(v.key).head_dim == 512) EXPECT_TRUE(v.arch.str() == "sm_100a" || v.arch.str() == "sm_103a") << v.id;
     if (decode_axes(v.key).kv_dtype == Dtype::fp16 || decode_axes(v.key).kv_dtype == Dtype::bf16) EXPECT_EQ(decode_axes(v.key).kv_dtype, decode_axes(v.key).q_dtype) << v.id;
   }
@@ -36,7 +48,7 @@ TEST(Catalog, DeclaresEveryVariant) {
   EXPECT_EQ(v.id, "paged_decode.sm_80.hd64.fp16.fp16.p16");
   EXPECT_EQ(v.symbol, "cubinrt_paged_decode_hd64_fp16_fp16_p16");
   EXPECT_EQ(v.abi_name, "PagedDecodeParams");
-  EXPECT_EQ(v.abi_version, 4u);
+  EXPECT_EQ(v.abi_version, 5u);
 }
 
 TEST(Catalog, RejectsMalformedDocuments) {
@@ -46,6 +58,23 @@ TEST(Catalog, RejectsMalformedDocuments) {
       "abi":{"name":"a","version":1},"axes":["head_dim"],"groups":[{"arch":["gfx90a"],"head_dim":[64]}]}]})", "x");
   ASSERT_FALSE(bad_arch);
   EXPECT_NE(bad_arch.error().message.find("'gfx90a' is not an architecture"), std::string::npos) << bad_arch.error().message;
+  // A family's own defines: CUBINRT_ names that are not the build's, with plain values.
+  auto with_define = [](std::string_view defines) {
+    return Catalog::parse(fmt::format(R"({{"format":"cubinrt-catalog","version":2,"families":[{{"name":"f","symbol":"s{{head_dim}}","id":"i{{head_dim}}",
+      "source":"f.cu","abi":{{"name":"a","version":1}},"axes":["head_dim"],"defines":{},"groups":[{{"arch":["sm_90"],"head_dim":[64]}}]}}]}})", defines), "x");
+  };
+  const auto good = with_define(R"({"CUBINRT_WIDE": "1", "CUBINRT_MODE": "fast_path"})");
+  CUBINRT_ASSERT_OK(good);
+  ASSERT_EQ(good->variants.size(), 1u);
+  EXPECT_EQ(good->variants[0].defines, (std::vector<std::pair<std::string, std::string>>{
+                                           {"CUBINRT_HEAD_DIM", "64"}, {"CUBINRT_KERNEL", "s64"}, {"CUBINRT_MODE", "fast_path"}, {"CUBINRT_WIDE", "1"}}));  // in name order
+  for (const char* bad : {R"({"CUBINRT_HEAD_DIM": "1"})", R"({"CUBINRT_KERNEL": "x"})", R"({"CUBINRT_VARIANT_NS": "x"})", R"({"WIDE": "1"})",
+                          R"({"CUBINRT_WIDE": "1; int x"})", R"({"CUBINRT_WIDE": 1})", R"(["CUBINRT_WIDE"])"}) {
+    const auto r = with_define(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code, Errc::corrupt_manifest) << bad;
+    EXPECT_NE(r.error().message.find("family f: "), std::string::npos) << r.error().message;
+  }
   const auto missing = Catalog::parse(R"({"format":"cubinrt-catalog","version":2,"families":[{"name":"f"}]})", "x");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, Errc::corrupt_manifest);
@@ -74,7 +103,7 @@ TEST(EmbeddedBundle, HoldsEveryCatalogEntryWithFactsReadFromItsCubin) {
     EXPECT_EQ(info->arch.str(), v.arch.str()) << e.id;
     EXPECT_EQ(info->arch.str(), e.arch.str()) << e.id;
     // One cubin a family and arch, each of its kernels stating its own key.
-    ASSERT_EQ(info->kernels.size(), e.arch.major == 10 ? 72u : 54u) << e.id;
+    ASSERT_EQ(info->kernels.size(), e.key.family == "paged_decode_g16" ? 18u : e.arch.major == 10 ? 72u : 54u) << e.id;
     const KernelInfo* k = info->kernel(e.symbol);
     ASSERT_NE(k, nullptr) << e.id;
     EXPECT_EQ(k->registers, e.registers) << e.id;

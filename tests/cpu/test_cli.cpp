@@ -38,7 +38,7 @@ std::string tmp(const std::string& name) { return (std::filesystem::temp_directo
 TEST(Cli, VerifyEmbedded) {
   const CliRun r = cli("verify");
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(r.out, "OK <embedded default bundle>: all 360 entries verified (sha256, zstd, ELF, manifest vs cubin, ABI layout)\n");
+  EXPECT_EQ(r.out, "OK <embedded default bundle>: all 468 entries verified (sha256, zstd, ELF, manifest vs cubin, ABI layout)\n");
 }
 
 TEST(Cli, VerifyCorruptedCopyFailsWithOneLinePerEntry) {
@@ -65,7 +65,7 @@ TEST(Cli, VerifyCorruptedCopyFailsWithOneLinePerEntry) {
   int fails = 0;
   while (std::getline(lines, line)) fails += line.rfind("FAIL bundle " + path + ": entry ", 0) == 0;
   EXPECT_EQ(fails, static_cast<int>(expected)) << r.out;
-  EXPECT_NE(r.out.find(path + ": " + std::to_string(expected) + " of 360 entries failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(path + ": " + std::to_string(expected) + " of 468 entries failed"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("FAIL bundle " + path + ": entry " + b.manifest().entries[200].id + ": "), std::string::npos) << r.out;
   const CliRun j = cli("--json verify " + path);
   const auto doc = nlohmann::json::parse(j.out);
@@ -100,7 +100,7 @@ TEST(Cli, SelectExplainsHd512OnSm90AndChoosesOnSm100AndSm103) {
 TEST(Cli, ListAndShow) {
   const CliRun l = cli("--json list --arch sm_89");
   EXPECT_EQ(l.code, 0);
-  EXPECT_EQ(nlohmann::json::parse(l.out)["entries"].size(), 54u);
+  EXPECT_EQ(nlohmann::json::parse(l.out)["entries"].size(), 72u);  // 54 paged_decode, 18 paged_decode_g16
   const CliRun s = cli("--json show paged_decode.sm_120.hd64.fp16.fp8_e5m2.p32");
   EXPECT_EQ(s.code, 0) << s.out;
   const auto doc = nlohmann::json::parse(s.out);
@@ -142,7 +142,7 @@ TEST(Cli, DiffOfTwoBundles) {
   const CliRun d = cli(std::string("--json diff ") + CUBINRT_TEST_DEFAULT_BUNDLE + " " + CUBINRT_TEST_HD512_BUNDLE);
   const auto doc = nlohmann::json::parse(d.out);
   EXPECT_EQ(doc["added"].size(), 6u);
-  EXPECT_EQ(doc["removed"].size(), 360u);
+  EXPECT_EQ(doc["removed"].size(), 468u);
 }
 
 TEST(Cli, PackRebuildsTheDefaultBundleByteForByte) {
@@ -173,8 +173,8 @@ TEST(Cli, SelfcheckWithoutGpuSaysSoAndStillValidates) {
     return;
   }
   EXPECT_EQ(r.code, 3) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nstatic +pass +[0-9.]+ +360 \(all\) kernels)"))) << r.out;
-  EXPECT_NE(r.out.find("360 (all) kernels: sha256, zstd, ELF, manifest vs cubin, ABI layout"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nstatic +pass +[0-9.]+ +468 \(all\) kernels)"))) << r.out;
+  EXPECT_NE(r.out.find("468 (all) kernels: sha256, zstd, ELF, manifest vs cubin, ABI layout"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no GPU on this machine: every cubin was validated statically; the GPU steps were skipped (exit 3)"), std::string::npos) << r.out;
   const auto doc = nlohmann::json::parse(cli("--json selfcheck").out);
   EXPECT_EQ(doc["no_gpu"], true);

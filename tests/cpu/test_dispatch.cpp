@@ -91,8 +91,8 @@ TEST_F(Dispatch, LaunchHandsTheDriverTheAbiStruct) {
   EXPECT_EQ(r.config.gridDimY, 8u);  // one block per kv head: 4 q heads per kv head fit one chunk
   EXPECT_EQ(r.config.gridDimZ, static_cast<unsigned>(plan->num_splits()));
   EXPECT_EQ(r.config.blockDimX, plan->kernel().entry->max_threads);  // the kernel's launch bound, as the manifest records it
-  ASSERT_EQ(r.params.size(), offsetof(CubinrtPagedDecodeParamsV4, lse_stride_head) + sizeof(int64_t));
-  CubinrtPagedDecodeParamsV4 p{};
+  ASSERT_EQ(r.params.size(), offsetof(CubinrtPagedDecodeParamsV5, lse_stride_head) + sizeof(int64_t));
+  CubinrtPagedDecodeParamsV5 p{};
   std::memcpy(&p, r.params.data(), r.params.size());
   EXPECT_EQ(p.k_cache, k);
   EXPECT_EQ(p.v_cache, v);
@@ -207,7 +207,7 @@ TEST_F(Dispatch, StridedViewsReachTheKernelAsGiven) {
   a.lse_strides = {1, 3};
   CUBINRT_ASSERT_OK(plan->launch(a, nullptr));
   ASSERT_EQ(fake_state().launches.size(), 1u);
-  CubinrtPagedDecodeParamsV4 p{};
+  CubinrtPagedDecodeParamsV5 p{};
   std::memcpy(&p, fake_state().launches[0].params.data(), fake_state().launches[0].params.size());
   EXPECT_EQ(p.v_cache, k + 16);
   EXPECT_EQ(p.kv_stride_page, page);
@@ -232,7 +232,7 @@ TEST_F(Dispatch, ContiguousDefaultsAndExtentOneDimensions) {
   alignas(16) float lse[32];
   a.lse = lse;
   CUBINRT_ASSERT_OK(plan->launch(a, nullptr));
-  CubinrtPagedDecodeParamsV4 p{};
+  CubinrtPagedDecodeParamsV5 p{};
   std::memcpy(&p, fake_state().launches[0].params.data(), fake_state().launches[0].params.size());
   EXPECT_EQ(p.q_stride_batch, 0);
   EXPECT_EQ(p.q_stride_head, 128);
@@ -285,11 +285,17 @@ TEST_F(Dispatch, StridesThatBreakTheKernelsAccessesAreRefused) {
 
 TEST_F(Dispatch, GroupsOfUpTo16TakeOneBlockPerKvHead) {
   shape.batch = 64;
-  for (uint32_t heads : {64u, 128u}) {  // 8 and 16 q heads per kv head (Llama-3-70B, -405B): KV read once
+  // 4 and 8 q heads per kv head: the 8-head kernel; 12 and 16 (Llama-3-405B): the 16-head one. Each
+  // reads KV once per kv head: one block per kv head.
+  for (uint32_t heads : {32u, 64u, 96u, 128u}) {
     shape.num_q_heads = heads;
     auto plan = DecodePlan::create(*rt, shape);
     CUBINRT_ASSERT_OK(plan);
+    const bool wide = heads > 64;
+    EXPECT_EQ(plan->kernel().entry->id, wide ? "paged_decode_g16.sm_90.hd128.bf16.fp8_e4m3.p16" : "paged_decode.sm_90.hd128.bf16.fp8_e4m3.p16");
+    EXPECT_EQ(plan->heads_per_block(), wide ? 16 : 8) << heads;
     CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
+    EXPECT_EQ(fake_state().launches.back().kernel, wide ? "cubinrt_paged_decode_g16_hd128_bf16_fp8_e4m3_p16" : "cubinrt_paged_decode_hd128_bf16_fp8_e4m3_p16");
     EXPECT_EQ(fake_state().launches.back().config.gridDimY, 8u) << heads;
   }
 }
@@ -303,6 +309,15 @@ TEST_F(Dispatch, LargeGroupsAreSplitIntoHeadChunks) {
   EXPECT_EQ(fake_state().launches.back().config.gridDimY, 16u);
   EXPECT_EQ(plan->num_splits(), 1);  // 64 x 16 blocks fill the GPU without splitting
   EXPECT_EQ(plan->workspace_bytes(), 0u);
+  // head_dim 256 has no 16-head kernels: a group of 16 takes 2 chunks of 8 from the 8-head one.
+  shape.head_dim = 256;
+  shape.num_q_heads = 128;
+  auto d256 = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(d256);
+  EXPECT_EQ(d256->kernel().entry->id, "paged_decode.sm_90.hd256.bf16.fp8_e4m3.p16");
+  EXPECT_EQ(d256->heads_per_block(), 8);
+  CUBINRT_ASSERT_OK(d256->launch(args(*d256), nullptr));
+  EXPECT_EQ(fake_state().launches.back().config.gridDimY, 16u);
 }
 
 TEST_F(Dispatch, SplitsBalanceTheBusiestMultiprocessor) {
@@ -384,7 +399,7 @@ TEST_F(Dispatch, ClusterMergeLaunchesOneClusterPerHeadChunk) {
   EXPECT_EQ(r.attrs[0].value.clusterDim.x, 1u);
   EXPECT_EQ(r.attrs[0].value.clusterDim.y, 1u);
   EXPECT_EQ(r.attrs[0].value.clusterDim.z, 3u);
-  CubinrtPagedDecodeParamsV4 p{};
+  CubinrtPagedDecodeParamsV5 p{};
   std::memcpy(&p, r.params.data(), r.params.size());
   EXPECT_EQ(p.partial, nullptr);
   EXPECT_EQ(p.split_counters, nullptr);

@@ -1,4 +1,4 @@
-// Test only: a paged decode entry point whose parameters disagree with PagedDecodeParams v4.
+// Test only: a paged decode entry point whose parameters disagree with PagedDecodeParams v5.
 // An int32 sits where k_cache should be, pushing the (FP8) KV pointer 8 bytes later; the last
 // field is dropped so the count still matches. Verification must catch it by layout.
 #include "paged_decode_abi.h"

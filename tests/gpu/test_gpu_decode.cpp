@@ -64,6 +64,14 @@ double run_case(const Runtime& rt, const KernelKey& key, const Case& c, uint64_t
   return ref::rel_l2(decode_axes(key).q_dtype, r->out, want.out);
 }
 
+// Whether a plan for this group takes `key`'s kernel: groups over 8 take the 16-head family's
+// where the bundle has it for this device (plan.cpp; the CPU dispatch tests check the choice).
+bool serves(const Runtime& rt, const KernelKey& key, uint32_t group) {
+  const DecodeAxes a = decode_axes(key);
+  const bool wide = group > 8 && rt.selected(decode_g16_key(a.head_dim, a.q_dtype, a.kv_dtype, a.page_size)) != nullptr;
+  return (key == decode_g16_key(a.head_dim, a.q_dtype, a.kv_dtype, a.page_size)) == wide;
+}
+
 TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
   CUBINRT_REQUIRE_GPU();
   auto rt = default_runtime();
@@ -73,10 +81,11 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
   std::string report = "| variant | max rel. error (out) | max rel. error (lse) | tolerance |\n|---|---|---|---|\n";
   for (const KernelKey& key : keys) {
     // Ragged lengths, none a multiple of the page size; one past 8K; GQA ratios of 1, 4, 5, 8,
-    // 12 and 16 (at head_dim 128 one chunk: rows 0-7, then 8-15 of the q.K tile; at 64 and 256
-    // two chunks of 8) and 32 (two chunks of 16, or four of 8); both layouts; splits forced
-    // and chosen, merged through the workspace and (sm_90 and later: the planner's choice where
-    // the workspace would take 2 to 8 splits) by a cluster, with a split past a sequence's end.
+    // 12 and 16 (at head_dim 128 the 16-head kernels: one chunk, rows 0-7 then 8-15 of the q.K
+    // tile; at 64 and 256 two chunks of 8) and 32 (two chunks of 16, or four of 8); both
+    // layouts; splits forced and chosen, merged through the workspace and (sm_90 and later: the
+    // planner's choice where the workspace would take 2 to 8 splits) by a cluster, with a split
+    // past a sequence's end. Each kernel runs the cases whose group its family serves.
     std::vector<Case> cases = {
         {4, 8, 2, {1, 77, 1000, 8197}, KvLayout::nhd, 0},
         {3, 16, 2, {513, 9, 2049}, KvLayout::hnd, 3},
@@ -87,16 +96,23 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
         {2, 24, 2, {1500, 77}, KvLayout::hnd, 3},
         {2, 64, 2, {260, 1100}, KvLayout::nhd, 0},
     };
-    if (paged_decode::supports_cluster_merge(rt->device(), *rt->selected(key))) cases.push_back({2, 16, 2, {100, 45}, KvLayout::nhd, 2, SplitMerge::cluster});
+    if (paged_decode::supports_cluster_merge(rt->device(), *rt->selected(key))) {
+      cases.push_back({2, 16, 2, {100, 45}, KvLayout::nhd, 2, SplitMerge::cluster});
+      cases.push_back({2, 28, 2, {100, 45}, KvLayout::hnd, 2, SplitMerge::cluster});
+    }
     double worst = 0, worst_lse = 0;
     uint64_t seed = 1000 + decode_axes(key).head_dim;
+    int ran = 0;
     for (const Case& c : cases) {
+      if (!serves(*rt, key, c.hq / c.hk)) continue;
+      ++ran;
       double lse_err = 0;
       const double err = run_case(*rt, key, c, seed++, &lse_err);
       worst = std::max(worst, err);
       worst_lse = std::max(worst_lse, lse_err);
     }
     const auto* k = rt->kernel(key).value();
+    EXPECT_GE(ran, 3) << k->entry->id;  // the 16-head kernels: groups 12, 16 and 32 (and 14 in a cluster)
     EXPECT_LE(worst, ref::tolerance(decode_axes(key).q_dtype)) << k->entry->id;
     EXPECT_LE(worst_lse, ref::tolerance(decode_axes(key).q_dtype)) << k->entry->id;
     report += fmt::format("| {} | {:.2e} | {:.2e} | {:.0e} |\n", k->entry->id, worst, worst_lse, ref::tolerance(decode_axes(key).q_dtype));

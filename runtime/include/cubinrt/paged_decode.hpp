@@ -99,6 +99,11 @@ struct DecodeArgs {
 // The key of a paged decode kernel (family "paged_decode", axes head_dim, q_dtype, kv_dtype,
 // page_size), for Runtime::supports and RuntimeOptions::required.
 KernelKey decode_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint32_t page_size);
+// The same axes in family "paged_decode_g16": kernels that take 16 q heads a block (head_dim 128),
+// which a plan whose query-head group is over 8 uses where the bundle has them (so a group of 16
+// reads each KV page once); without them it takes the group in chunks of 8. They load on the
+// first such plan, or at init when named in RuntimeOptions::required (or nothing is named).
+KernelKey decode_g16_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint32_t page_size);
 
 // The decode kernels an engine needs: the cross product of the listed values.
 struct DecodeRequirements {
@@ -123,6 +128,7 @@ class DecodePlan {
   int num_splits() const { return num_splits_; }
   SplitMerge merge() const { return merge_; }  // workspace or cluster (also when unsplit: workspace)
   int pages_per_split() const { return pages_per_split_; }
+  int heads_per_block() const { return heads_per_block_; }  // q heads of one kv head a block takes
   const LoadedKernel& kernel() const { return *kernel_; }
   const DecodeShape& shape() const { return shape_; }
   const Runtime& runtime() const { return *runtime_; }
@@ -140,6 +146,7 @@ class DecodePlan {
   SplitMerge merge_ = SplitMerge::workspace;
   int pages_per_split_ = 0;
   int head_chunks_ = 1;
+  int heads_per_block_ = 8;
   size_t workspace_bytes_ = 0;
   size_t param_bytes_ = 0;
 };

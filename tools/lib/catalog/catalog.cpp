@@ -49,7 +49,30 @@ struct FamilyDecl {
   std::string name, symbol, id, abi_name, source;
   uint32_t abi_version = 0;
   std::vector<std::string> axes, include;
+  // Macros every variant of the family is built with, beyond its axes' (a second family of one
+  // source: paged_decode_g16 is paged_decode with CUBINRT_G16).
+  std::vector<std::pair<std::string, std::string>> defines;
 };
+
+// A family's "defines": {"CUBINRT_NAME": "value"}. Names are CUBINRT_ macros the build does not
+// define itself (no axis macro, no CUBINRT_KERNEL or CUBINRT_VARIANT_*); values are a number or
+// an identifier, so the generated unit cannot be given arbitrary text.
+Status read_defines(const json& f, FamilyDecl& fam) {
+  if (!f.contains("defines")) return {};
+  const json& d = f.at("defines");
+  if (!d.is_object()) return fail(Errc::corrupt_manifest, fmt::format("family {}: 'defines' is not an object", fam.name));
+  static const std::regex name_re("CUBINRT_[A-Z0-9_]+"), value_re("[A-Za-z0-9_]+");
+  for (const auto& [name, value] : d.items()) {
+    const bool axis_macro = std::ranges::any_of(fam.axes, [&](const std::string& a) { return name == "CUBINRT_" + upper(a); });
+    if (!std::regex_match(name, name_re) || axis_macro || name == "CUBINRT_KERNEL" || name.starts_with("CUBINRT_VARIANT"))
+      return fail(Errc::corrupt_manifest, fmt::format("family {}: define '{}' is not a CUBINRT_ macro of its own (axis macros, CUBINRT_KERNEL "
+                                                      "and CUBINRT_VARIANT* are the build's)", fam.name, name));
+    if (!value.is_string() || !std::regex_match(value.get<std::string>(), value_re))
+      return fail(Errc::corrupt_manifest, fmt::format("family {}: define {} must be a number or an identifier, as a string", fam.name, name));
+    fam.defines.emplace_back(name, value.get<std::string>());
+  }
+  return {};
+}
 
 // Every combination of the group's axis values, in the family's axis order (the last varies
 // fastest). "same_as:<axis>" takes the value of an earlier axis of the same combination.
@@ -97,6 +120,7 @@ Status expand_group(const FamilyDecl& fam, const json& g, Catalog& catalog, std:
       v.id = fmt::format("{}.{}.{}", fam.name, arch.str(), id);
       v.symbol = symbol;
       v.defines.emplace_back("CUBINRT_KERNEL", symbol);
+      v.defines.insert(v.defines.end(), fam.defines.begin(), fam.defines.end());
       v.abi_name = fam.abi_name;
       v.abi_version = fam.abi_version;
       v.source = fam.source;
@@ -143,6 +167,7 @@ Result<Catalog> expand(const json& doc) {
       if (!std::regex_match(a, identifier) || a == "kernel" || a.starts_with("variant") || std::ranges::count(fam.axes, a) != 1)
         return fail(Errc::corrupt_manifest, fmt::format("family {}: axis '{}' is not a lowercase identifier, is reserved (kernel, variant*) or "
                                                         "is named twice", fam.name, a));
+    CUBINRT_TRY(read_defines(f, fam));
     if (f.at("groups").empty()) return fail(Errc::corrupt_manifest, fmt::format("family {} has no groups", fam.name));
     for (const json& g : f.at("groups")) CUBINRT_TRY(expand_group(fam, g, catalog, ids, keys, symbols));
   }

@@ -24,7 +24,8 @@ struct CatalogVariant {
   std::string source;                // the family's kernel source, relative to the catalog's root
   std::vector<std::string> include;  // include directories, likewise
   // The variant's macros for the kernel source: CUBINRT_<AXIS>=<value> (dtypes by their names in
-  // cubinrt/dtypes.h, CUBINRT_DTYPE_BF16), then CUBINRT_KERNEL=<symbol>.
+  // cubinrt/dtypes.h, CUBINRT_DTYPE_BF16), then CUBINRT_KERNEL=<symbol>, then the family's own
+  // "defines".
   std::vector<std::pair<std::string, std::string>> defines;
   // The translation unit (and cubin) that holds this variant's kernel: "<family>.<arch>".
   std::string unit() const;

@@ -9,6 +9,7 @@
 
 #include "common/try.hpp"
 #include "driver/device_memory.hpp"
+#include "families/paged_decode/family_parts.hpp"
 #include "families/paged_decode/known_answer.hpp"
 #include "families/paged_decode/planner.hpp"
 
@@ -123,13 +124,15 @@ Result<DeviceResult> run_on_device(const Runtime& runtime, const ref::Problem& p
 namespace {
 
 // Small enough for the host reference to take well under a millisecond, large enough to cross
-// pages, group q heads (4 per kv head) and split the KV range: 2 sequences of ragged lengths.
+// pages, group q heads and split the KV range: 2 sequences of ragged lengths. The group is 4 q
+// heads per kv head, or 12 for a 16-head kernel (over 8, so the plan takes that kernel, and with
+// both rows of its q.K tile in use, the second one partly).
 Result<ref::Problem> known_answer_problem(const KernelKey& key) {
   const auto head_dim = CUBINRT_TRY(axis_number(key, "head_dim"));
   const auto page_size = CUBINRT_TRY(axis_number(key, "page_size"));
   DecodeShape s;
   s.batch = 2;
-  s.num_q_heads = 4;
+  s.num_q_heads = key.family == kG16Family ? 12 : 4;
   s.num_kv_heads = 1;
   s.head_dim = head_dim;
   s.q_dtype = CUBINRT_TRY(parse_dtype(key.axis("q_dtype")));

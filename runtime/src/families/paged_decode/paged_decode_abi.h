@@ -1,8 +1,10 @@
-// The parameter ABI of the paged decode attention kernels, version 4. Version 2 added the LSE
-// strides (version 1's LSE was [batch, num_q_heads] contiguous); versions 3 and 4 keep version
-// 2's parameters and change the launch: a block takes up to CUBINRT_PAGED_DECODE_MAX_GROUP(head_dim)
-// q heads of a kv head (4 in versions 1-2, 8 in version 3), so grid y is
-// num_kv_heads * ceil(group / CUBINRT_PAGED_DECODE_MAX_GROUP(head_dim)).
+// The parameter ABI of the paged decode attention kernels, version 5. Version 2 added the LSE
+// strides (version 1's LSE was [batch, num_q_heads] contiguous); versions 3 to 5 keep version 2's
+// parameters and change the launch: a block takes a chunk of up to "heads per block" q heads of
+// one kv head, so grid y is num_kv_heads * ceil(group / heads per block). That was 4 in versions
+// 1-2, 8 in version 3, 16 at head_dim 128 and 8 elsewhere in version 4; in version 5 it is the
+// family's: CUBINRT_PAGED_DECODE_HEADS for paged_decode, CUBINRT_PAGED_DECODE_G16_HEADS for
+// paged_decode_g16 (whose kernels the catalog builds with CUBINRT_G16 defined).
 //
 // One list of fields (the X-macro below) makes both the host struct the dispatcher fills and
 // the kernel's parameter list, so host and device agree by construction. The loader still
@@ -10,16 +12,16 @@
 // (cuFuncGetParamInfo), because a cubin built from another version of this header would not.
 //
 // Plain C types only: this header is compiled by nvcc for the kernels and by g++ for the host.
-#ifndef CUBINRT_ABI_PAGED_DECODE_V4_H
-#define CUBINRT_ABI_PAGED_DECODE_V4_H
+#ifndef CUBINRT_ABI_PAGED_DECODE_V5_H
+#define CUBINRT_ABI_PAGED_DECODE_V5_H
 
 #include <stdint.h>
 
 #define CUBINRT_PAGED_DECODE_ABI_NAME "PagedDecodeParams"
-#define CUBINRT_PAGED_DECODE_ABI_VERSION 4
+#define CUBINRT_PAGED_DECODE_ABI_VERSION 5
 
 // X(type, name). Order is the ABI; append only, and bump the version when it changes.
-#define CUBINRT_PAGED_DECODE_V4_FIELDS(X)                                                       \
+#define CUBINRT_PAGED_DECODE_V5_FIELDS(X)                                                       \
   X(const void*, q)              /* [batch, num_q_heads, head_dim], q dtype */                  \
   X(const void*, k_cache)        /* pages, layout given by the strides below (K and V share them) */                 \
   X(const void*, v_cache)                                                                       \
@@ -49,18 +51,22 @@
   X(int64_t, lse_stride_head)
 
 #define CUBINRT_ABI_FIELD_DECL_(type, name) type name;
-typedef struct CubinrtPagedDecodeParamsV4 {
-  CUBINRT_PAGED_DECODE_V4_FIELDS(CUBINRT_ABI_FIELD_DECL_)
-} CubinrtPagedDecodeParamsV4;
+typedef struct CubinrtPagedDecodeParamsV5 {
+  CUBINRT_PAGED_DECODE_V5_FIELDS(CUBINRT_ABI_FIELD_DECL_)
+} CubinrtPagedDecodeParamsV5;
 #undef CUBINRT_ABI_FIELD_DECL_
 
-// q heads one block handles: a kv head's group is split into chunks of this many. At head_dim
-// 128, 16: the 16 rows of the tensor-core q.K tile and two 8-column P.V tiles, so groups up to 16
-// (Llama-3-405B: 128 q heads over 8) read each KV page once per sequence and kv head. Elsewhere
-// 8: at 256 a block's partials for 16 heads would not fit beside its pipeline, and at 64 the
-// second row's registers (the kernel's register count is its widest path's) cost the common
-// groups their occupancy (120 -> 163 registers for bf16, measured with ptxas -v).
-#define CUBINRT_PAGED_DECODE_MAX_GROUP(head_dim) ((head_dim) == 128 ? 16 : 8)
+// q heads one block handles. paged_decode: 8, the rows g of the tensor-core q.K tile (whose rows
+// g + 8 stay zero) and one 8-column P.V tile. paged_decode_g16: 16, both rows of the q.K tile and
+// two P.V tiles, so groups up to 16 (Llama-3-405B: 128 q heads over 8) read each KV page once per
+// sequence and kv head. The wider kernels are their own family because a kernel's register count
+// is its widest path's: at 16 heads FP8 KV needs more registers than the 4 blocks an SM of the
+// common groups allow (H200 run 48: B64 L8192 128q/8kv FP8 408 us capped, 304 with 3 blocks;
+// 32q/8kv 264 us with 4 blocks, 314 with 3). Only head_dim 128 has them: at 256 a block's
+// partials for 16 heads would not fit beside its pipeline, and head_dim 64 was never measured.
+#define CUBINRT_PAGED_DECODE_HEADS 8
+#define CUBINRT_PAGED_DECODE_G16_HEADS 16
+#define CUBINRT_PAGED_DECODE_G16_HEAD_DIM 128
 // The fewest threads a paged decode kernel may launch with (its launch bound, from the cubin).
 #define CUBINRT_PAGED_DECODE_MIN_THREADS 128
 // Threads per block of a paged decode kernel unless its variant chooses otherwise. The host never

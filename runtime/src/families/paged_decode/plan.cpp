@@ -8,6 +8,7 @@
 #include "common/try.hpp"
 #include "cubinrt/paged_decode.hpp"
 #include "driver/driver.hpp"
+#include "families/paged_decode/family_parts.hpp"
 #include "families/paged_decode/paged_decode_abi.h"
 #include "families/paged_decode/planner.hpp"
 #include "families/paged_decode/views.hpp"
@@ -35,20 +36,27 @@ Status check_shape(const DecodeShape& s) {
   if (s.max_seq_len > capacity)
     return bad(fmt::format("max_seq_len {} exceeds the block table's capacity of {} tokens ({} pages of {})", s.max_seq_len, capacity,
                            s.block_table_stride, s.page_size));
-  const uint32_t max_group = CUBINRT_PAGED_DECODE_MAX_GROUP(s.head_dim);
-  if (s.batch > 0x7fffffffu || uint64_t{s.num_kv_heads} * ((s.num_q_heads / s.num_kv_heads + max_group - 1) / max_group) > 65535)
-    return bad("too many heads for one launch");
+  if (s.batch > 0x7fffffffu) return bad(fmt::format("batch {} is more than one launch takes", s.batch));
   return {};
 }
 
 }  // namespace
 
-KernelKey decode_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint32_t page_size) {
-  return {"paged_decode",
+namespace {
+KernelKey key_in(std::string_view family, uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint32_t page_size) {
+  return {std::string(family),
           {{"head_dim", std::to_string(head_dim)},
            {"q_dtype", std::string(dtype_name(q_dtype))},
            {"kv_dtype", std::string(dtype_name(kv_dtype))},
            {"page_size", std::to_string(page_size)}}};
+}
+}  // namespace
+
+KernelKey decode_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint32_t page_size) {
+  return key_in(kFamily, head_dim, q_dtype, kv_dtype, page_size);
+}
+KernelKey decode_g16_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint32_t page_size) {
+  return key_in(kG16Family, head_dim, q_dtype, kv_dtype, page_size);
 }
 
 std::vector<KernelKey> DecodeRequirements::keys() const {
@@ -92,18 +100,29 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
   plan.runtime_ = &runtime;
   plan.shape_ = s;
   plan.kv_dtype_ = CUBINRT_TRY(resolve_kv_dtype(s.q_dtype, s.kv_storage, s.kv_declared));
-  plan.kernel_ = CUBINRT_TRY(runtime.kernel(decode_key(s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size)));
+  const int group = static_cast<int>(s.num_q_heads / s.num_kv_heads);
+  // A group over 8 takes the 16-head kernels where this bundle has one for this device; their
+  // absence is no error (the 8-head kernels take such a group in chunks), a failed load is.
+  const KernelKey wide = decode_g16_key(s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size);
+  if (group > CUBINRT_PAGED_DECODE_HEADS && runtime.selected(wide) != nullptr) {
+    plan.kernel_ = CUBINRT_TRY(runtime.kernel(wide));
+    plan.heads_per_block_ = CUBINRT_PAGED_DECODE_G16_HEADS;
+  } else {
+    plan.kernel_ = CUBINRT_TRY(runtime.kernel(decode_key(s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size)));
+    plan.heads_per_block_ = CUBINRT_PAGED_DECODE_HEADS;
+  }
   const ManifestEntry& entry = *plan.kernel_->entry;
   plan.param_bytes_ = CUBINRT_TRY(find_abi(entry.key.family, entry.abi_name, entry.abi_version))->param_bytes;
   // The launch fills this struct; a kernel of another ABI (a bundle that is not this build's)
   // would take a parameter block of another size.
-  if (plan.param_bytes_ > sizeof(CubinrtPagedDecodeParamsV4))
+  if (plan.param_bytes_ > sizeof(CubinrtPagedDecodeParamsV5))
     return fail(Errc::mismatch, fmt::format("paged decode: kernel {} takes {} parameter bytes, this build fills {}", entry.id,
-                                            plan.param_bytes_, sizeof(CubinrtPagedDecodeParamsV4)));
+                                            plan.param_bytes_, sizeof(CubinrtPagedDecodeParamsV5)));
 
-  const int group = static_cast<int>(s.num_q_heads / s.num_kv_heads);
-  const int max_group = CUBINRT_PAGED_DECODE_MAX_GROUP(s.head_dim);
-  plan.head_chunks_ = (group + max_group - 1) / max_group;
+  plan.head_chunks_ = (group + plan.heads_per_block_ - 1) / plan.heads_per_block_;
+  if (uint64_t{s.num_kv_heads} * static_cast<uint64_t>(plan.head_chunks_) > 65535)
+    return fail(Errc::invalid_argument, fmt::format("paged decode: {} kv heads in {} chunks of up to {} q heads are more blocks than a launch's "
+                                                    "grid y takes (65535)", s.num_kv_heads, plan.head_chunks_, plan.heads_per_block_));
   const int64_t max_len = s.max_seq_len ? s.max_seq_len : int64_t{s.block_table_stride} * s.page_size;
   const int64_t pages = (max_len + s.page_size - 1) / s.page_size;
   const int64_t blocks = int64_t{s.batch} * s.num_kv_heads * plan.head_chunks_;
@@ -162,7 +181,7 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
                            workspace_bytes_, a.workspace ? a.workspace_bytes : 0));
 
   const int64_t D = s.head_dim;
-  CubinrtPagedDecodeParamsV4 p{};
+  CubinrtPagedDecodeParamsV5 p{};
   p.q = a.q;
   p.k_cache = a.kv.k;
   p.v_cache = a.kv.v;

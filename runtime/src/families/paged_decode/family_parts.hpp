@@ -1,0 +1,29 @@
+// The paged decode families' shared face to the core: paged_decode (8 q heads a block) and
+// paged_decode_g16 (16, runtime/src/families/paged_decode_g16) differ only in their name; their
+// axes, parameter ABI, plan and known answer are one (paged_decode_abi.h says why two).
+#pragma once
+
+#include <string_view>
+
+#include "family/family.hpp"
+
+namespace cubinrt::paged_decode {
+
+inline constexpr std::string_view kFamily = "paged_decode";
+inline constexpr std::string_view kG16Family = "paged_decode_g16";
+
+const AbiLayout& abi_v5();
+
+class DecodeFamily final : public Family {
+ public:
+  explicit DecodeFamily(std::string_view name);
+  std::string_view name() const override { return name_; }
+  std::span<const std::string_view> axes() const override;
+  std::span<const AbiLayout* const> abis() const override;
+  Result<std::vector<KnownAnswer>> known_answers(const Runtime& runtime, std::span<const KernelKey> keys) const override;
+
+ private:
+  std::string_view name_;  // a literal: the family outlives every use
+};
+
+}  // namespace cubinrt::paged_decode
