@@ -427,6 +427,13 @@ int main(int argc, char** argv) {
       {"B64 L8192 16q/8kv D256 p16", 64, 8192, 16, 8, 256, 16},
       {"B1 L32768 32q/8kv D128 p16", 1, 32768, 32, 8, 128, 16},
       {"B1 L128 32q/8kv D128 p16", 1, 128, 32, 8, 128, 16},
+      // Long context at small batch (issue 18's first item), with the planner's splits against
+      // twice and four times as many (4 and 8 blocks an SM instead of 2).
+      {"B4 L32768 32q/8kv D128 p16", 4, 32768, 32, 8, 128, 16},
+      {"B1 L131072 32q/8kv D128 p16", 1, 131072, 32, 8, 128, 16},
+      {"B4 L131072 32q/8kv D128 p16", 4, 131072, 32, 8, 128, 16},
+      {"B1 L131072 32q/8kv D128 p16, forced", 1, 131072, 32, 8, 128, 16, 64},
+      {"B1 L131072 32q/8kv D128 p16, forced", 1, 131072, 32, 8, 128, 16, 128},
       // Query-head groups of 8 and 16 (Llama-3-70B, Qwen2-72B: 64/8; Llama-3-405B: 128/8).
       {"B64 L8192 64q/8kv D128 p16", 64, 8192, 64, 8, 128, 16},
       {"B64 L8192 128q/8kv D128 p16", 64, 8192, 128, 8, 128, 16},
@@ -437,6 +444,9 @@ int main(int argc, char** argv) {
       {"B64 L8192 32q/1kv D128 p16, forced", 64, 8192, 32, 1, 128, 16, 4, KvLayout::nhd, SplitMerge::cluster},
       {"B64 L8192 32q/1kv D128 p16, forced", 64, 8192, 32, 1, 128, 16, 8, KvLayout::nhd, SplitMerge::cluster},
       {"B64 L8192 32q/1kv D128 p16, forced", 64, 8192, 32, 1, 128, 16, 8},
+      // head_dim 512 (SM100 only in the default bundle; on the H200 from the test bundle:
+      // --bundle hd512_sm90.bundle), issue 18's proxy shape.
+      {"B16 L8192 32q/4kv D512 p16", 16, 8192, 32, 4, 512, 16},
       // Heads-first pages: a kv head's tokens of a page are contiguous.
       {"B64 L8192 32q/8kv D128 p16 HND", 64, 8192, 32, 8, 128, 16, 0, KvLayout::hnd},
       {"B64 L8192 16q/8kv D256 p16 HND", 64, 8192, 16, 8, 256, 16, 0, KvLayout::hnd},

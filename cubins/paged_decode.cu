@@ -10,9 +10,9 @@
 //
 // A block handles one (sequence, kv head, chunk of up to 8 q heads, or 16 in the paged_decode_g16
 // family's kernels, KV split). KV is read once per kv head for all q heads of the chunk (grouped-query
-// attention). Each warp walks its own
-// tokens with an online softmax (paged_decode/mma_loop.cuh on tensor cores up to head_dim 256,
-// paged_decode/simt_loop.cuh beyond); warps merge in shared memory. With num_splits > 1 the
+// attention). The warps walk the block's tokens with an online softmax on tensor cores
+// (paged_decode/mma_loop.cuh): each its own tokens up to head_dim 256, each its own quarter of the
+// dims at 512; they merge in shared memory. With num_splits > 1 the
 // splits of a (sequence, head chunk) merge one of two ways, as the dispatcher chose: launched as
 // one thread-block cluster (sm_90 and later) they read each other's results through distributed
 // shared memory; otherwise each writes a normalised partial output and its LSE to the workspace
@@ -47,13 +47,8 @@
 namespace CUBINRT_VARIANT_NS {
 
 #include "paged_decode/common.cuh"
-#if CUBINRT_HEAD_DIM <= 256
 #include "paged_decode/mma_loop.cuh"
 namespace loop = paged_decode::mma;
-#else
-#include "paged_decode/simt_loop.cuh"
-namespace loop = paged_decode::simt;
-#endif
 
 namespace {
 using namespace paged_decode;
@@ -293,17 +288,17 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV5& p) {
     const int h = i / kVecs, d = i % kVecs * 4;
     float m = kNegBig;
 #pragma unroll
-    for (int wp = 0; wp < kWarps; ++wp) m = fmaxf(m, part.ml[wp][h][0]);
-    float a[kWarps], l = 0.f;
+    for (int wp = 0; wp < kPartialRows; ++wp) m = fmaxf(m, part.ml[wp][h][0]);
+    float a[kPartialRows], l = 0.f;
 #pragma unroll
-    for (int wp = 0; wp < kWarps; ++wp) {
+    for (int wp = 0; wp < kPartialRows; ++wp) {
       a[wp] = exp2f(part.ml[wp][h][0] - m);
       l += part.ml[wp][h][1] * a[wp];
     }
     const float inv = l > 0.f ? 1.f / l : 0.f;
     float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-    for (int wp = 0; wp < kWarps; ++wp) {
+    for (int wp = 0; wp < kPartialRows; ++wp) {
       const float wt = a[wp] * inv;
       const float4 x = *reinterpret_cast<const float4*>(&part.acc[wp][h][d]);
       o.x += wt * x.x; o.y += wt * x.y; o.z += wt * x.z; o.w += wt * x.w;

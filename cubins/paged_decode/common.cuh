@@ -86,11 +86,16 @@ struct BlockWork {
   int lane;
 };
 
-// Each main loop leaves, per warp and q head, the unnormalised output (V scale applied) and the
-// running max and sum of its tokens (log2 units) here; the block then merges the warps.
+// Rows of partials the block merges: one a warp where the warps split the tokens (head_dim up to
+// 256), one in all where they split the dims (512: each warp writes its dims, and every warp has
+// the same running max and sum).
+constexpr int kPartialRows = kHeadDim > 256 ? 1 : kWarps;
+
+// The main loop leaves, per row and q head, the unnormalised output (V scale applied) and the
+// running max and sum of its tokens (log2 units) here; the block then merges the rows.
 struct WarpPartials {
-  float acc[kWarps][kGroup][kHeadDim];
-  float ml[kWarps][kGroup][2];
+  float acc[kPartialRows][kGroup][kHeadDim];
+  float ml[kPartialRows][kGroup][2];
 };
 
 }  // namespace paged_decode

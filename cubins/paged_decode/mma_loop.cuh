@@ -18,12 +18,20 @@ namespace paged_decode::mma {
 // in q's dtype) is used as stored.
 constexpr bool kBf16 = !kKvIsFp8 && kQDtype == CUBINRT_DTYPE_BF16;
 
-constexpr int kKTiles = kHeadDim / 16;              // k-tiles of q.K = dim tiles of P.V
+// The dims a warp owns. Up to head_dim 256, all of them: the warps of a block split its tokens.
+// At 512, a quarter each (kWarps 4): the warps walk the same tokens, each takes q.K and P.V over
+// its own 128 dims, and the partial scores are summed through shared memory every step, so a
+// lane's registers are those of the head_dim 128 loop rather than four times as many.
+constexpr bool kDimSplit = kHeadDim > 256;
+constexpr int kSliceDim = kDimSplit ? kHeadDim / kWarps : kHeadDim;
+static_assert(!kDimSplit || kSliceDim == 128, "head_dim 512 splits across 4 warps of 128 dims");
+
+constexpr int kKTiles = kSliceDim / 16;             // k-tiles of q.K = dim tiles of P.V
 constexpr int kKElems = 16 / kKvBytes;              // elements per 16-byte K load
-constexpr int kKLoads = kHeadDim / 4 / kKElems;     // a lane holds head_dim/4 dims of a K row
-constexpr int kVLoadBytes = kHeadDim / 8 * kKvBytes < 16 ? kHeadDim / 8 * kKvBytes : 16;
+constexpr int kKLoads = kSliceDim / 4 / kKElems;    // a lane holds a quarter of the warp's dims of a K row
+constexpr int kVLoadBytes = kSliceDim / 8 * kKvBytes < 16 ? kSliceDim / 8 * kKvBytes : 16;
 constexpr int kVElems = kVLoadBytes / kKvBytes;     // elements per V load
-constexpr int kVLoads = kHeadDim / 8 / kVElems;     // a lane holds head_dim/8 dims of a V row
+constexpr int kVLoads = kSliceDim / 8 / kVElems;    // and an eighth of them of a V row
 using KRaw = uint4;
 using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, uint2>::type;
 
@@ -45,14 +53,15 @@ using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, uint2>::type;
 #ifdef CUBINRT_MMA_TILES  // experiments only: the catalog build never sets it
 constexpr int kTiles = CUBINRT_MMA_TILES;
 #else
-constexpr int kTiles = kHeadDim == 64 ? (kKvIsFp8 ? 8 : 4) : kHeadDim == 128 ? (kKvIsFp8 ? 2 : 1) : 1;
+constexpr int kTiles = kSliceDim == 64 ? (kKvIsFp8 ? 8 : 4) : kSliceDim == 128 ? (kKvIsFp8 ? 2 : 1) : 1;
 #endif
 // D128: 16 warps an SM, but 3 blocks (164 registers, no spill) for 16 heads of FP8 KV, which at 4
 // blocks spills 116 bytes (H200 run 48, B64 L8192 128q/8kv: 408 us capped at 4, 304 at 3; bf16's
 // 16 heads spill 24 bytes at 4 blocks and take 498 us there, 578 at 3). D256 FP8: 3 blocks (170
 // registers); left uncapped, ptxas took 181 (2 blocks an SM) once the kernels were built per
 // family unit, and B64 L8192 went 510 -> 653 us (runs 33, 39).
-constexpr int kMinBlocks = kHeadDim == 128 ? (kGroup > 8 && kKvIsFp8 ? 3 : 16 / kWarps) : (kHeadDim == 256 && kKvIsFp8 ? 3 : 1);
+// head_dim 512 (its warps at 128 dims each) as head_dim 128.
+constexpr int kMinBlocks = kSliceDim == 128 ? (kGroup > 8 && kKvIsFp8 ? 3 : 16 / kWarps) : (kHeadDim == 256 && kKvIsFp8 ? 3 : 1);
 constexpr int kStep = 8 * kTiles;                       // tokens per warp step
 constexpr int kGroupTokens = kStep < 16 ? kStep : 16;   // tokens that share a page lookup
 constexpr int kLookups = kStep / kGroupTokens;
@@ -64,13 +73,14 @@ constexpr int kVTokens = kTiles == 1 ? 2 : 2 * kTiles;  // V rows a lane holds p
 #ifdef CUBINRT_MMA_STAGES  // experiments only
 constexpr int kStages = CUBINRT_MMA_STAGES;
 #else
-constexpr int kStages = kHeadDim >= 128 ? 3 : 0;
+constexpr int kStages = kSliceDim >= 128 ? 3 : 0;
 #endif
-constexpr int kRowChunks = kHeadDim * kKvBytes / 16;  // 16-byte chunks of a K or V row
+constexpr int kRowChunks = kSliceDim * kKvBytes / 16;  // 16-byte chunks of the warp's part of a K or V row
 constexpr int kStepChunks = kStep * kRowChunks;        // of K (or V) in one warp step
 constexpr int kRing = kStages > 0 ? kStages : 1;       // slots of the ring (kStages, or 1 unused)
 
-static_assert(kHeadDim % 64 == 0 && kHeadDim <= 256, "the mma loop covers head_dim 64, 128, 256");
+static_assert(kSliceDim % 64 == 0 && kSliceDim <= 256, "the mma loop covers head_dim 64, 128, 256 and 512 (in 4 slices)");
+static_assert(!kDimSplit || kGroup == 8, "the dim-split loop exchanges the q.K tile's rows 0-7 only");
 static_assert(kTiles == 1 || kTiles % 2 == 0, "P.V takes n-tiles in pairs");
 static_assert(kGroup == 8 || kGroup == 16, "q heads are the 16 rows of the q.K tile and two 8-column P.V tiles");
 static_assert(kStages == 0 || (kRowChunks >= 8 && kVLoadBytes == 16 && kStepChunks % 32 == 0),
@@ -78,9 +88,21 @@ static_assert(kStages == 0 || (kRowChunks >= 8 && kVLoadBytes == 16 && kStepChun
 
 // A warp's ring of kStages steps, each K then V (kStep rows of kRowChunks chunks), swizzled. Past
 // 48 KB the block's shared memory becomes dynamic (paged_decode.cu says how the host learns it).
-struct Staging {
+struct Ring {
   uint4 chunk[kStages > 0 ? kWarps * kStages * 2 * kStepChunks : 1];
 };
+// The dim-split loop's ring and each warp's partial scores of a step (rows 0-7 of the q.K tile:
+// 2 a lane and n-tile), two steps' worth, so one barrier a step keeps readers and writers apart.
+struct RingAndScores {
+  uint4 chunk[kStages > 0 ? kWarps * kStages * 2 * kStepChunks : 1];
+  float2 scores[2][kWarps][kTiles][32];
+};
+// Only the dim-split loop pays for the score buffer (the others' shared memory stays as it was:
+// 48 KB static at head_dim 128).
+using Staging = typename std::conditional<kDimSplit, RingAndScores, Ring>::type;
+using ScoreBuf = float2 (*)[kTiles][32];  // [warp][n-tile][lane]
+__device__ __forceinline__ ScoreBuf score_buf(RingAndScores& s, int step) { return s.scores[step & 1]; }
+__device__ __forceinline__ ScoreBuf score_buf(Ring&, int) { return nullptr; }
 
 // Lane (g, t) = (lane / 4, lane % 4). Word w (two consecutive dims) of the K row a lane holds,
 // and of q for the same lane: its first dim. Lanes t = 0..3 cover a row, 16 bytes each.
@@ -169,7 +191,8 @@ __device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV5& p, con
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     const int head = g + 8 * r;
-    const QType* row = static_cast<const QType*>(p.q) + w.b * p.q_stride_batch + (w.head0 + min(head, w.heads - 1)) * p.q_stride_head;
+    const QType* row = static_cast<const QType*>(p.q) + w.b * p.q_stride_batch + (w.head0 + min(head, w.heads - 1)) * p.q_stride_head +
+                       (kDimSplit ? w.warp * kSliceDim : 0);  // the warp's dims
 #pragma unroll
     for (int j = 0; j < kKLoads; ++j)
 #pragma unroll
@@ -373,9 +396,21 @@ __device__ __forceinline__ void pv_row(const uint32_t (&vw)[kVTokens][kKTiles], 
 // One warp step's math on its loaded K and V: scores, the online softmax update and P.V, for one
 // row of heads or two (kHi: rows 8-15 of the q.K tile are heads 8-15, whose scores come out of
 // the same mmas; their P.V is a second 8-column tile over the same V words).
+// What a warp of the dim-split loop needs to sum its partial scores with the others': this step's
+// buffer, its place in it, and its q fragment's power-of-two factor (each warp scales its own
+// slice of q, so partials are brought to one scale before they are added).
+struct ScoreShare {
+  ScoreBuf buf;
+  int warp;
+  int lane;
+  float qf;
+};
+
+__device__ __forceinline__ void named_barrier() { asm volatile("bar.sync 1, %0;" ::"n"(kThreads) : "memory"); }
+
 template <bool kHi>
 __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t_end, int g, int t, const QFrag<kHi>& q, float sscale,
-                                             Running<kHi>& r) {
+                                             Running<kHi>& r, const ScoreShare& share) {
   // Scores of heads g (and g + 8) for tokens n*8 + 2t and n*8 + 2t + 1 of each n-tile.
   float s[kHi ? 2 : 1][kTiles][2];
   bool valid[kTiles][2];
@@ -400,6 +435,24 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
       s[0][n][e] = valid[n][e] ? c[e] * sscale : kNegBig;
       if constexpr (kHi) s[kHi ? 1 : 0][n][e] = valid[n][e] ? c[2 + e] * sscale : kNegBig;
     }
+    if constexpr (kDimSplit) share.buf[share.warp][n][share.lane] = make_float2(c[0] * share.qf, c[1] * share.qf);
+  }
+  if constexpr (kDimSplit) {
+    // Every warp's partial scores of this step are written: add them (in warp order, so every
+    // warp gets the same sums and keeps the same running max).
+    named_barrier();
+#pragma unroll
+    for (int n = 0; n < kTiles; ++n) {
+      float2 sum = share.buf[0][n][share.lane];
+#pragma unroll
+      for (int wp = 1; wp < kWarps; ++wp) {
+        const float2 x = share.buf[wp][n][share.lane];
+        sum.x += x.x;
+        sum.y += x.y;
+      }
+      s[0][n][0] = valid[n][0] ? sum.x * sscale : kNegBig;
+      s[0][n][1] = valid[n][1] ? sum.y * sscale : kNegBig;
+    }
   }
   uint32_t pb[kHi ? 2 : 1][kTiles];
 #pragma unroll
@@ -423,12 +476,16 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
 // through the shared-memory ring.
 template <bool kHi>
 __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, Staging& stage, int g, int t,
-                                           const QFrag<kHi>& q, float sscale, Running<kHi>& r) {
+                                           const QFrag<kHi>& q, float qf, float sscale, Running<kHi>& r) {
   const int32_t* pages = p.block_table + static_cast<int64_t>(w.b) * p.block_table_stride;
-  const char* kbase = static_cast<const char*>(p.k_cache) + w.kvh * p.kv_stride_head * kKvBytes;
-  const char* vbase = static_cast<const char*>(p.v_cache) + w.kvh * p.kv_stride_head * kKvBytes;
-  constexpr int kStride = kWarps * kStep;
-  const int first = w.t_begin + w.warp * kStep;
+  // The warp's dims of each row (all of them unless the warps split the dims).
+  const int64_t slice0 = kDimSplit ? int64_t{w.warp} * kSliceDim : 0;
+  const char* kbase = static_cast<const char*>(p.k_cache) + (w.kvh * p.kv_stride_head + slice0) * kKvBytes;
+  const char* vbase = static_cast<const char*>(p.v_cache) + (w.kvh * p.kv_stride_head + slice0) * kKvBytes;
+  // Warps that split the tokens take every kWarps-th step; warps that split the dims, every step.
+  constexpr int kStride = kDimSplit ? kStep : kWarps * kStep;
+  const int first = w.t_begin + (kDimSplit ? 0 : w.warp * kStep);
+  ScoreShare share{nullptr, w.warp, w.lane, qf};
 
   if constexpr (kStages > 0) {
     uint4* ring = stage.chunk + w.warp * kStages * 2 * kStepChunks;
@@ -454,14 +511,16 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV5& p, 
       if (k == 0) CUBINRT_TRACE_FIRST_STEP();
       StepLoads cur;
       read_step(ring + (k % kRing) * 2 * kStepChunks, g, t, cur);
-      consume_step<kHi>(cur, first + k * kStride, w.t_end, g, t, q, sscale, r);
+      share.buf = score_buf(stage, k);
+      consume_step<kHi>(cur, first + k * kStride, w.t_end, g, t, q, sscale, r, share);
       __syncwarp();  // every lane has read step k before its slot is refilled
     }
   } else {
-    for (int t0 = first; t0 < w.t_end; t0 += kStride) {
+    for (int t0 = first, k = 0; t0 < w.t_end; t0 += kStride, ++k) {
       StepLoads cur;
       load_step(p, w, pages, kbase, vbase, t0, g, t, cur);
-      consume_step<kHi>(cur, t0, w.t_end, g, t, q, sscale, r);
+      share.buf = score_buf(stage, k);
+      consume_step<kHi>(cur, t0, w.t_end, g, t, q, sscale, r, share);
     }
   }
 }
@@ -471,7 +530,10 @@ template <bool kHi>
 __device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
   const int g = w.lane >> 2, t = w.lane & 3;
   QFrag<kHi> q;
-  const float sscale = load_q<kHi>(p, w, g, t, q) * p.softmax_scale * kLog2e * p.k_scale * kFp8Unit;
+  const float qf = load_q<kHi>(p, w, g, t, q);
+  const float scale = p.softmax_scale * kLog2e * p.k_scale * kFp8Unit;
+  // Split dims: the partials are brought to one scale (qf) before they are added, then scaled.
+  const float sscale = kDimSplit ? scale : qf * scale;
   const float vscale = p.v_scale * kFp8Unit;
 
   Running<kHi> r;
@@ -482,7 +544,7 @@ __device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParams
     r.row[h].m = kNegBig;
     r.row[h].l = 0.f;
   }
-  walk_steps<kHi>(p, w, stage, g, t, q, sscale, r);
+  walk_steps<kHi>(p, w, stage, g, t, q, qf, sscale, r);
   if constexpr (kStages > 0) __syncthreads();
 
 #pragma unroll
@@ -492,15 +554,18 @@ __device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParams
     float l = row.l;
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
+    // Split tokens: a partial row a warp. Split dims: one row, each warp writing its dims and
+    // warp 0 the running max and sum (the same in every warp).
+    const int prow = kDimSplit ? 0 : w.warp, d0 = kDimSplit ? w.warp * kSliceDim : 0;
 #pragma unroll
     for (int i = 0; i < kKTiles; ++i) {
-      const int d = v_word_dim(i, g);
-      out.acc[w.warp][head + 2 * t][d] = row.acc[i][0] * vscale;
-      out.acc[w.warp][head + 2 * t + 1][d] = row.acc[i][1] * vscale;
-      out.acc[w.warp][head + 2 * t][d + 1] = row.acc[i][2] * vscale;
-      out.acc[w.warp][head + 2 * t + 1][d + 1] = row.acc[i][3] * vscale;
+      const int d = d0 + v_word_dim(i, g);
+      out.acc[prow][head + 2 * t][d] = row.acc[i][0] * vscale;
+      out.acc[prow][head + 2 * t + 1][d] = row.acc[i][1] * vscale;
+      out.acc[prow][head + 2 * t][d + 1] = row.acc[i][2] * vscale;
+      out.acc[prow][head + 2 * t + 1][d + 1] = row.acc[i][3] * vscale;
     }
-    if (t == 0) { out.ml[w.warp][head + g][0] = row.m; out.ml[w.warp][head + g][1] = l; }
+    if (t == 0 && (!kDimSplit || w.warp == 0)) { out.ml[prow][head + g][0] = row.m; out.ml[prow][head + g][1] = l; }
   }
 }
 

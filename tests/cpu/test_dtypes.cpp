@@ -64,7 +64,7 @@ TEST(Dtypes, KernelSourcesTestEncodingsByName) {
       const std::string s = text.str();
       EXPECT_FALSE(std::regex_search(s, m, numeric)) << f.path() << ": " << m.str();
     }
-  EXPECT_GE(files, 5);
+  EXPECT_GE(files, 4);  // paged_decode.cu, its common.cuh and mma_loop.cuh, test_copy.cu
 }
 
 }  // namespace

@@ -155,7 +155,8 @@ TEST(GpuDecode, HeadDim512FromTestBundle) {
   std::string report;
   for (const KernelKey& key : (*rt)->available()) {
     double worst = 0, worst_lse = 0;
-    // GQA 4 (one pass of the CUDA-core loop), 6 and 8 (a chunk of 8 heads: two passes of 4).
+    // GQA 4, 6 and 8 (a chunk of 8 heads: rows 0-7 of the q.K tile in each of the 4 dim-split warps),
+    // ragged lengths, forced and chosen splits.
     const std::vector<Case> cases = {{3, 8, 2, {5, 1500, 8201}, KvLayout::nhd, 0}, {2, 4, 1, {300, 17}, KvLayout::hnd, 2},
                                      {2, 12, 2, {700, 65}, KvLayout::nhd, 0}, {2, 16, 2, {1000, 3}, KvLayout::hnd, 3}};
     uint64_t seed = 77;
