@@ -447,6 +447,9 @@ int main(int argc, char** argv) {
       // head_dim 512 (SM100 only in the default bundle; on the H200 from the test bundle:
       // --bundle hd512_sm90.bundle), issue 18's proxy shape.
       {"B16 L8192 32q/4kv D512 p16", 16, 8192, 32, 4, 512, 16},
+      {"B16 L8192 32q/4kv D512 p16, forced", 16, 8192, 32, 4, 512, 16, 8, KvLayout::nhd, SplitMerge::cluster},
+      {"B16 L8192 32q/4kv D512 p16, forced", 16, 8192, 32, 4, 512, 16, 16},
+      {"B64 L8192 32q/4kv D512 p16", 64, 8192, 32, 4, 512, 16},
       // Heads-first pages: a kv head's tokens of a page are contiguous.
       {"B64 L8192 32q/8kv D128 p16 HND", 64, 8192, 32, 8, 128, 16, 0, KvLayout::hnd},
       {"B64 L8192 16q/8kv D256 p16 HND", 64, 8192, 16, 8, 256, 16, 0, KvLayout::hnd},
