@@ -89,7 +89,7 @@ struct BlockWork {
 // Rows of partials the block merges: one a warp where the warps split the tokens (head_dim up to
 // 256), one in all where they split the dims (512: each warp writes its dims, and every warp has
 // the same running max and sum).
-constexpr int kPartialRows = kHeadDim > 256 ? 1 : kWarps;
+constexpr int kPartialRows = kHeadDim > CUBINRT_PAGED_DECODE_TOKEN_SPLIT_MAX_HEAD_DIM ? 1 : kWarps;
 
 // The main loop leaves, per row and q head, the unnormalised output (V scale applied) and the
 // running max and sum of its tokens (log2 units) here; the block then merges the rows.

@@ -22,7 +22,7 @@ constexpr bool kBf16 = !kKvIsFp8 && kQDtype == CUBINRT_DTYPE_BF16;
 // At 512, a quarter each (kWarps 4): the warps walk the same tokens, each takes q.K and P.V over
 // its own 128 dims, and the partial scores are summed through shared memory every step, so a
 // lane's registers are those of the head_dim 128 loop rather than four times as many.
-constexpr bool kDimSplit = kHeadDim > 256;
+constexpr bool kDimSplit = kHeadDim > CUBINRT_PAGED_DECODE_TOKEN_SPLIT_MAX_HEAD_DIM;
 constexpr int kSliceDim = kDimSplit ? kHeadDim / kWarps : kHeadDim;
 static_assert(!kDimSplit || kSliceDim == 128, "head_dim 512 splits across 4 warps of 128 dims");
 

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "families/paged_decode/paged_decode_abi.h"
+#include "families/paged_decode/planner.hpp"
 #include "cubinrt/paged_decode.hpp"
 #include "support/fake_driver.hpp"
 #include "support/gpu.hpp"
@@ -318,6 +319,27 @@ TEST_F(Dispatch, LargeGroupsAreSplitIntoHeadChunks) {
   EXPECT_EQ(d256->heads_per_block(), 8);
   CUBINRT_ASSERT_OK(d256->launch(args(*d256), nullptr));
   EXPECT_EQ(fake_state().launches.back().config.gridDimY, 16u);
+}
+
+// head_dim 512's warps walk one token range together, so the planner counts a block as one
+// stream and wants 4 of them an SM, not 2: B16 L8192 32q/4kv (64 blocks unsplit) takes 8 splits
+// (4 blocks an SM on 132), merged by clusters, where head_dim 128's rule would take 4.
+TEST(Planner, DimSplitKernelsWantTwiceTheBlocks) {
+  EXPECT_EQ(paged_decode::choose_splits(64, 512, 132, 4, 32, paged_decode::kSaturatingBlocks), 4);
+  EXPECT_EQ(paged_decode::choose_splits(64, 512, 132, 4, 32, paged_decode::kSaturatingBlocksDimSplit), 8);
+  RuntimeOptions o;
+  o.driver = make_fake_driver({h200()});
+  o.bundle_path = build_file("CUBINRT_TEST_HD512_BUNDLE", CUBINRT_TEST_HD512_BUNDLE);
+  o.lazy = true;
+  auto rt = Runtime::create(o);
+  CUBINRT_ASSERT_OK(rt);
+  DecodeShape s{.batch = 16, .num_q_heads = 32, .num_kv_heads = 4, .head_dim = 512, .q_dtype = Dtype::bf16, .kv_storage = Dtype::uint8,
+                .kv_declared = Dtype::fp8_e4m3, .page_size = 16, .block_table_stride = 512};
+  auto plan = DecodePlan::create(**rt, s);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->kernel().entry->id, "paged_decode.sm_90.hd512.bf16.fp8_e4m3.p16");
+  EXPECT_EQ(plan->num_splits(), 8);
+  EXPECT_EQ(plan->merge(), SplitMerge::cluster);
 }
 
 TEST_F(Dispatch, SplitsBalanceTheBusiestMultiprocessor) {

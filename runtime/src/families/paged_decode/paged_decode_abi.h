@@ -67,6 +67,9 @@ typedef struct CubinrtPagedDecodeParamsV5 {
 #define CUBINRT_PAGED_DECODE_HEADS 8
 #define CUBINRT_PAGED_DECODE_G16_HEADS 16
 #define CUBINRT_PAGED_DECODE_G16_HEAD_DIM 128
+// The largest head_dim whose kernels' warps split a block's tokens; beyond it (512) they split
+// the dims and walk the tokens together, which the planner counts as one stream a block.
+#define CUBINRT_PAGED_DECODE_TOKEN_SPLIT_MAX_HEAD_DIM 256
 // The fewest threads a paged decode kernel may launch with (its launch bound, from the cubin).
 #define CUBINRT_PAGED_DECODE_MIN_THREADS 128
 // Threads per block of a paged decode kernel unless its variant chooses otherwise. The host never

@@ -11,8 +11,9 @@ namespace cubinrt::paged_decode {
 // batch 1, 32K tokens, 8 kv heads: 32 splits, 2 blocks on 124 multiprocessors (where "fill whole
 // waves" chose 59 in run 13: 4 blocks on 76 of them, 3 on the rest, 16% slower); at batch 64 the
 // blocks already cover the GPU: no split.
-int64_t choose_splits(int64_t blocks, int64_t pages, int64_t multiprocessors, int64_t blocks_per_sm, int64_t max_splits) {
-  const int64_t saturating = std::min(kSaturatingBlocks, blocks_per_sm);
+int64_t choose_splits(int64_t blocks, int64_t pages, int64_t multiprocessors, int64_t blocks_per_sm, int64_t max_splits,
+                      int64_t saturating_blocks) {
+  const int64_t saturating = std::min(saturating_blocks, blocks_per_sm);
   struct Option {
     int64_t splits;  // what s asked-for splits come to, once pages are divided evenly
     double cost;

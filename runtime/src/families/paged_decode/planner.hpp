@@ -17,6 +17,11 @@ inline constexpr int kMinTokensPerSplit = 256;
 // (run 13, B1 L32768 D128): the same 2048 tokens per multiprocessor took 53.0 us as 1 block,
 // 43.2 us as 2 and 45.7 us as 4 (FP8: 34.8, 30.3, 33.2).
 inline constexpr int64_t kSaturatingBlocks = 2;
+// The same for head_dim 512, whose 4 warps walk one token range together (they split the dims):
+// a block is one stream, and an SM wants twice as many. Measured on the H200 (runs 52 and 54,
+// B16 L8192 32q/4kv D512, us a launch): 2 blocks an SM (4 splits) 279.4 bf16 / 212.1 FP8, 4
+// blocks (8 splits) 287.0 / 178.0, 8 blocks (16 splits) 282.0 / 173.4.
+inline constexpr int64_t kSaturatingBlocksDimSplit = 4;
 
 // A split must earn its keep: the model below leaves out each split's merge and each block's
 // start, which cost more than a few percent of balance. Measured on the H200: at B64 D128 the
@@ -38,7 +43,9 @@ inline constexpr int64_t kMinTokensPerClusterSplit = 128;
 
 // The kernel is bandwidth-bound: the fewest splits whose busiest multiprocessor streams within
 // kSplitGainToBeat of the least (planner.cpp says how).
-int64_t choose_splits(int64_t blocks, int64_t pages, int64_t multiprocessors, int64_t blocks_per_sm, int64_t max_splits);
+// `saturating_blocks` is kSaturatingBlocks or kSaturatingBlocksDimSplit.
+int64_t choose_splits(int64_t blocks, int64_t pages, int64_t multiprocessors, int64_t blocks_per_sm, int64_t max_splits,
+                      int64_t saturating_blocks = kSaturatingBlocks);
 
 // Whether a cluster merge can run: the device has thread-block clusters and the kernel is code for
 // sm_90 or later.
