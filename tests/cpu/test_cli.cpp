@@ -101,6 +101,14 @@ TEST(Cli, ListAndShow) {
   const CliRun l = cli("--json list --arch sm_89");
   EXPECT_EQ(l.code, 0);
   EXPECT_EQ(nlohmann::json::parse(l.out)["entries"].size(), 72u);  // 54 paged_decode, 18 paged_decode_g16
+  // Global options after the subcommand too, where people type them.
+  const CliRun after = cli("list --arch sm_89 --json");
+  EXPECT_EQ(after.code, 0) << after.out;
+  EXPECT_EQ(after.out, l.out);
+  const CliRun show_after = cli("show --json paged_decode.sm_120.hd64.fp16.fp8_e5m2.p32");
+  EXPECT_EQ(show_after.code, 0) << show_after.out;
+  EXPECT_EQ(nlohmann::json::parse(show_after.out)["entry"]["arch"], "sm_120");
+  EXPECT_EQ(cli("list --no-such-option").code, 2);
   const CliRun s = cli("--json show paged_decode.sm_120.hd64.fp16.fp8_e5m2.p32");
   EXPECT_EQ(s.code, 0) << s.out;
   const auto doc = nlohmann::json::parse(s.out);

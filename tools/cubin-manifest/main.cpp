@@ -6,6 +6,9 @@
 int main(int argc, char** argv) {
   CLI::App app{"cubin-manifest: inspect, verify, select from and pack cubinrt kernel bundles"};
   app.require_subcommand(1);
+  // Global options are taken where people type them: before the subcommand or after it
+  // (`cubin-manifest show --json FILE`); the subcommands, made below, inherit this.
+  app.fallthrough();
   cli::Global g;
   app.add_flag("--json", g.json, "Write JSON instead of tables (every subcommand)");
   app.add_option("--bundle", g.bundle, "Bundle file to work on (default: the embedded default bundle)");
