@@ -119,6 +119,23 @@ class Relabelled : public ::testing::Test {
 
 TEST_F(Relabelled, HonestReassemblyPasses) { EXPECT_TRUE(verify().empty()); }
 
+// A size the manifest claims is refused before it is allocated (it used to abort with bad_alloc).
+TEST(BundleVerify, HugeClaimedSizeIsRefusedBeforeAllocation) {
+  auto b = load(bundle_bytes());
+  ASSERT_TRUE(b);
+  ManifestEntry e = *b->manifest().find("paged_decode.sm_90.hd128.bf16.fp8_e4m3.p16");
+  for (uint64_t size : {uint64_t{1} << 40, e.compressed_size * 2000, uint64_t{300} << 20}) {
+    e.size = size;
+    const auto r = b->cubin(e);
+    ASSERT_FALSE(r) << size;
+    EXPECT_EQ(r.error().code, Errc::corrupt_bundle);
+    EXPECT_NE(r.error().message.find(fmt::format("entry paged_decode.sm_90.hd128.bf16.fp8_e4m3.p16: the manifest records {} bytes from {} compressed; "
+                                                 "a cubin is at most 268435456 bytes and compresses at most 1000-fold here", size, e.compressed_size)),
+              std::string::npos)
+        << r.error().message;
+  }
+}
+
 TEST_F(Relabelled, ArchLie) {
   manifest.entries[1].arch = *Arch::parse("sm_90");  // the head_dim 512 cubin passed off as sm_90
   const auto f = verify();

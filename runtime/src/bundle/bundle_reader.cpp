@@ -85,6 +85,11 @@ Result<std::vector<std::byte>> Bundle::cubin(const ManifestEntry& e) const {
   auto where = [&](std::string msg) { return fail(Errc::corrupt_bundle, fmt::format("bundle {}: entry {}: {}", name_, e.id, msg)); };
   if (e.offset > payload_.size() || e.compressed_size > payload_.size() - e.offset)
     return where("compressed bytes lie outside the payload");
+  // The size is the file's word (and a frame's header may repeat the lie): it is checked before
+  // anything is allocated for it.
+  if (e.size > detail::kMaxCubinBytes || e.size / detail::kMaxCompressionRatio > e.compressed_size)
+    return where(fmt::format("the manifest records {} bytes from {} compressed; a cubin is at most {} bytes and compresses at most {}-fold here",
+                             e.size, e.compressed_size, detail::kMaxCubinBytes, detail::kMaxCompressionRatio));
   const std::span<const std::byte> frame = payload_.subspan(e.offset, e.compressed_size);
   const unsigned long long content = ZSTD_getFrameContentSize(frame.data(), frame.size());
   if (content == ZSTD_CONTENTSIZE_ERROR) return where("not a zstd frame");
