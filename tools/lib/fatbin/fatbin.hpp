@@ -23,7 +23,16 @@ struct FatbinEntry {
 };
 
 // `bytes` is a fatbin file, or an ELF host object holding one in `.nv_fatbin`.
-Result<std::vector<FatbinEntry>> read_fatbin(std::span<const std::byte> bytes);
+// What an entry's recorded sizes may claim, checked before anything is allocated: no cubin comes
+// near 256 MiB, LZ4 and zstd make cubins a few times smaller (not a thousand), and a whole file's
+// entries, which are held at once, stop at 1 GiB.
+struct FatbinLimits {
+  uint64_t max_entry_bytes = uint64_t{256} << 20;
+  uint64_t max_ratio = 1000;
+  uint64_t max_total_bytes = uint64_t{1} << 30;
+};
+
+Result<std::vector<FatbinEntry>> read_fatbin(std::span<const std::byte> bytes, const FatbinLimits& limits = {});
 
 bool looks_like_fatbin(std::span<const std::byte> bytes);
 

@@ -15,10 +15,21 @@ namespace {
 constexpr uint32_t kFatbinMagic = 0xBA55ED50;
 constexpr uint64_t kFlagLz4 = 0x2000, kFlagZstd = 0x8000, kFlagAccel = 0x100000, kFlagFamily = 0x200000;
 
-Result<std::vector<std::byte>> decompress(const ByteView& stored, uint64_t flags, uint64_t size, uint64_t entry_at) {
+// The sizes read so far and their limits.
+struct Budget {
+  const FatbinLimits& limits;
+  uint64_t total = 0;
+};
+
+Result<std::vector<std::byte>> decompress(const ByteView& stored, uint64_t flags, uint64_t size, uint64_t entry_at, Budget& budget) {
   auto bad = [&](std::string m) { return fail(Errc::corrupt_fatbin, fmt::format("entry at offset {}: {}", entry_at, m)); };
-  // No cubin comes near 256 MiB; a larger recorded size is corruption, not a reason to allocate.
-  if (size > (uint64_t{256} << 20)) return bad(fmt::format("uncompressed size {} is implausible (over 256 MiB)", size));
+  const FatbinLimits& lim = budget.limits;
+  if (size > lim.max_entry_bytes) return bad(fmt::format("uncompressed size {} is implausible (over {} bytes)", size, lim.max_entry_bytes));
+  if (size / lim.max_ratio > stored.size())
+    return bad(fmt::format("{} bytes would decompress to {}, more than {}-fold: refused before decompressing", stored.size(), size, lim.max_ratio));
+  if (size > lim.max_total_bytes - budget.total)
+    return bad(fmt::format("its {} bytes would take the file's decompressed entries past {} bytes", size, lim.max_total_bytes));
+  budget.total += size;
   std::vector<std::byte> out(size);
   if (flags & kFlagZstd) {
     const size_t n = ZSTD_decompress(out.data(), out.size(), stored.bytes().data(), stored.size());
@@ -32,7 +43,7 @@ Result<std::vector<std::byte>> decompress(const ByteView& stored, uint64_t flags
   return out;
 }
 
-Status read_container(const ByteView& v, uint64_t& at, std::vector<FatbinEntry>& entries) {
+Status read_container(const ByteView& v, uint64_t& at, std::vector<FatbinEntry>& entries, Budget& budget) {
   const auto magic = CUBINRT_TRY(v.read<uint32_t>(at, "fatbin magic"));
   if (magic != kFatbinMagic) return fail(Errc::corrupt_fatbin, fmt::format("no fatbin magic at offset {}", at));
   const auto header_size = CUBINRT_TRY(v.read<uint16_t>(at + 6, "fatbin header size"));
@@ -60,7 +71,7 @@ Status read_container(const ByteView& v, uint64_t& at, std::vector<FatbinEntry>&
     if (is_compressed) {
       const ByteView stored = CUBINRT_TRY(data.sub(0, compressed, "compressed entry"));
       entry.stored_size = compressed;
-      entry.data = CUBINRT_TRY(decompress(stored, entry.flags, size, e));
+      entry.data = CUBINRT_TRY(decompress(stored, entry.flags, size, e, budget));
     } else {
       entry.stored_size = payload;
       const uint64_t n = size != 0 && size <= payload ? size : payload;
@@ -87,7 +98,7 @@ bool looks_like_fatbin(std::span<const std::byte> bytes) {
   return magic && *magic == kFatbinMagic;
 }
 
-Result<std::vector<FatbinEntry>> read_fatbin(std::span<const std::byte> bytes) {
+Result<std::vector<FatbinEntry>> read_fatbin(std::span<const std::byte> bytes, const FatbinLimits& limits) {
   ByteView v(bytes, Errc::corrupt_fatbin);
   if (!looks_like_fatbin(bytes)) {
     // A host object: take its .nv_fatbin section.
@@ -100,12 +111,13 @@ Result<std::vector<FatbinEntry>> read_fatbin(std::span<const std::byte> bytes) {
   }
   std::vector<FatbinEntry> entries;
   uint64_t at = 0;
+  Budget budget{limits};
   while (at + 16 <= v.size()) {
     if (v.read<uint32_t>(at, "magic").value_or(0) != kFatbinMagic) {  // padding between containers
       at += 8;
       continue;
     }
-    CUBINRT_TRY(read_container(v, at, entries));
+    CUBINRT_TRY(read_container(v, at, entries, budget));
   }
   if (entries.empty()) return fail(Errc::corrupt_fatbin, "no fatbin entries found");
   return entries;
