@@ -143,6 +143,40 @@ TEST(Cli, BadInputIsAClearErrorNotACrash) {
   EXPECT_EQ(cli("frobnicate").code, 2);
 }
 
+// Hostile inputs get one clear refusal and exit 1, never an abort or a hang: a directory, a named
+// pipe (no read that can block), a name the OS refuses, and a cubin whose toolkit note is not
+// UTF-8 shown as JSON (printed with U+FFFD, not thrown).
+TEST(Cli, HostileInputsAreRefusedNotCrashedOn) {
+  const std::string dir = tmp("a_directory");
+  std::filesystem::create_directories(dir);
+  const CliRun d = cli("show " + dir);
+  EXPECT_EQ(d.code, 1) << d.out;
+  EXPECT_EQ(d.out, "cubin-manifest: " + dir + ": not a regular file (a directory, pipe or device is not read)\n");
+  EXPECT_EQ(cli("--bundle " + dir + " list").code, 1);
+  const std::string fifo = tmp("a_fifo");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(std::system(("mkfifo " + fifo).c_str()), 0);
+  const CliRun f = cli("show " + fifo);  // no writer: a blocking open would hang here
+  EXPECT_EQ(f.code, 1) << f.out;
+  EXPECT_NE(f.out.find("not a regular file"), std::string::npos) << f.out;
+  std::filesystem::remove(fifo);
+  const CliRun longname = cli("show " + std::string(5000, 'a'));
+  EXPECT_EQ(longname.code, 1) << longname.out;
+  EXPECT_NE(longname.out.find("is neither a file nor an entry of bundle"), std::string::npos) << longname.out;
+
+  auto cubin = *read_file(std::string(CUBINRT_TEST_BINARY_DIR) + "/probe/probe.sm_80.cubin");
+  const std::string_view text(reinterpret_cast<const char*>(cubin.data()), cubin.size());
+  const size_t at = text.find("Cuda compilation tools");
+  ASSERT_NE(at, std::string_view::npos);
+  cubin[at] = std::byte{0xff};  // not UTF-8
+  const std::string bad = tmp("bad_utf8.cubin");
+  ASSERT_TRUE(write_file(bad, cubin));
+  const CliRun j = cli("--json show " + bad);
+  EXPECT_EQ(j.code, 0) << j.out;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_NE(doc.dump().find("\xEF\xBF\xBDuda compilation tools"), std::string::npos) << j.out;  // U+FFFD, then the rest
+}
+
 TEST(Cli, DiffOfTwoBundles) {
   const CliRun same = cli(std::string("diff ") + CUBINRT_TEST_DEFAULT_BUNDLE + " " + CUBINRT_TEST_DEFAULT_BUNDLE);
   EXPECT_EQ(same.code, 0);

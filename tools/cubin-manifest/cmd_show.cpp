@@ -54,7 +54,9 @@ void add_show(CLI::App& app, Global& g) {
   auto what = std::make_shared<std::string>();
   cmd->add_option("target", *what, "A bundle entry id, or a .cubin, .fatbin or object file")->required();
   cmd->callback([&g, what] {
-    if (std::filesystem::exists(*what)) {
+    // An entry id unless a file of that name exists (a name the OS refuses is not a file).
+    std::error_code ec;
+    if (std::filesystem::exists(*what, ec)) {
       auto bytes = cubinrt::read_file(*what);
       if (!bytes) return void(exit_code = report_error(g, bytes.error()));
       if (cubinrt::looks_like_fatbin(*bytes) || !cubinrt::read_cubin(*bytes)) {

@@ -35,7 +35,11 @@ int report_error(const Global& g, const cubinrt::Error& e) {
   return kFailed;
 }
 
-void print_json(const nlohmann::ordered_json& j) { fmt::print("{}\n", j.dump(2)); }
+// Strings from a file (a cubin's toolkit note, a kernel's name) need not be UTF-8: invalid bytes
+// print as U+FFFD rather than throwing out of the tool.
+void print_json(const nlohmann::ordered_json& j) {
+  fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+}
 
 std::string table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> w(header.size());
