@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "family/family.hpp"
 #include "bundle/bundle.hpp"
@@ -118,6 +119,31 @@ class Relabelled : public ::testing::Test {
 };
 
 TEST_F(Relabelled, HonestReassemblyPasses) { EXPECT_TRUE(verify().empty()); }
+
+// A number that does not fit its field is refused, naming the entry and the field, never narrowed
+// (4294967297 registers used to read as 1).
+TEST(BundleVerify, ManifestNumbersThatDoNotFitAreRefused) {
+  auto b = load(bundle_bytes());
+  ASSERT_TRUE(b);
+  const auto doc = nlohmann::ordered_json::parse(b->manifest().to_json());
+  const std::string id = doc["entries"][0]["id"];
+  for (const char* field : {"registers", "static_shared", "dynamic_shared", "max_threads", "toolkit_version", "min_driver_version"}) {
+    auto bad = doc;
+    bad["entries"][0][field] = uint64_t{4294967297};
+    const auto m = Manifest::parse(bad.dump());
+    ASSERT_FALSE(m) << field;
+    EXPECT_EQ(m.error().code, Errc::corrupt_manifest);
+    EXPECT_NE(m.error().message.find(fmt::format("manifest entry 0: entry {}: '{}' is 4294967297, not an unsigned 32-bit number", id, field)),
+              std::string::npos)
+        << m.error().message;
+  }
+  auto top = doc;
+  top["version"] = uint64_t{4294967298};  // read as 2 before
+  EXPECT_NE(Manifest::parse(top.dump()).error().message.find("manifest: 'version' is 4294967298, not an unsigned 32-bit number"), std::string::npos);
+  auto driver = doc;
+  driver["entries"][0]["min_driver_version"] = uint64_t{3000000000};
+  EXPECT_NE(Manifest::parse(driver.dump()).error().message.find("'min_driver_version' 3000000000 is no driver version"), std::string::npos);
+}
 
 // A size the manifest claims is refused before it is allocated (it used to abort with bad_alloc).
 TEST(BundleVerify, HugeClaimedSizeIsRefusedBeforeAllocation) {

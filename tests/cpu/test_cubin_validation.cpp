@@ -149,6 +149,17 @@ TEST(CubinValidation, SharedSizeWithinAnyGpu) {
   poke<uint32_t>(b, elf.sections[sym.shndx].offset + sym.value, 240000);
   expect_rule(b, "shared-size", "240000 dynamic");
 }
+// A corrupt 4 GiB + 2 KiB shared section is refused, not narrowed to the 1 KiB it would read as.
+TEST(CubinValidation, SharedSectionTooLargeIsRefusedNotNarrowed) {
+  auto b = probe();
+  const ElfFile elf = *ElfFile::parse(ByteView(b, Errc::corrupt_cubin));
+  std::string name;
+  for (const auto& sec : elf.sections)
+    if (sec.name.starts_with(".nv.shared.") && sec.size > 0) name = std::string(sec.name);
+  ASSERT_FALSE(name.empty());
+  poke<uint64_t>(b, section(b, name).header + 32, (uint64_t{1} << 32) + 2048);  // sh_size
+  expect_rule(b, "shared-size", name + " holds 4294969344 bytes of shared memory");
+}
 TEST(CubinValidation, KnownSm) {
   auto b = probe();
   poke<uint8_t>(b, 48 + 1, 77);  // v8: the SM is e_flags bits 8-15

@@ -113,6 +113,12 @@ TEST(Fatbin, DecompressionBombsAreRefusedBeforeAllocating) {
   // allocates KBs, not the default 1 GiB): the fifth 4 KiB PTX entry is refused at 16 KiB.
   const auto five = bomb(4096, 4096, 5, /*kind=*/1);
   CUBINRT_ASSERT_OK(read_fatbin(five, {.max_total_bytes = 20480}));
+  // An SM no architecture spells is refused, not shown as sm_4294967295.
+  auto bad_sm = bomb(4096, 4096, 1, /*kind=*/1);
+  std::memcpy(bad_sm.data() + 16 + 0x1c, "\xff\xff\xff\xff", 4);
+  auto sm = read_fatbin(bad_sm);
+  ASSERT_FALSE(sm);
+  EXPECT_NE(sm.error().message.find("entry at offset 0: SM 4294967295 is no architecture (sm_10 to sm_999)"), std::string::npos) << sm.error().message;
   auto total = read_fatbin(five, {.max_total_bytes = 16384});
   ASSERT_FALSE(total);
   EXPECT_NE(total.error().message.find("its 4096 bytes would take the file's decompressed entries past 16384 bytes"), std::string::npos)

@@ -1,4 +1,6 @@
 // Manifest <-> JSON. Parsing checks types and required fields and never throws to the caller.
+#include <cstdint>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -38,6 +40,21 @@ ordered_json entry_json(const ManifestEntry& e) {
   };
 }
 
+// An unsigned field that must fit 32 bits, or its own error (nlohmann's get<uint32_t> would narrow
+// 4294967297 registers to 1).
+Result<uint32_t> u32(const ordered_json& j, std::string_view field, std::string_view where) {
+  const ordered_json& v = j.at(std::string(field));
+  if (!v.is_number_unsigned() || v.get<uint64_t>() > UINT32_MAX)
+    return fail(Errc::corrupt_manifest, fmt::format("{}: '{}' is {}, not an unsigned 32-bit number", where, field, v.dump()));
+  return static_cast<uint32_t>(v.get<uint64_t>());
+}
+// A driver version (cuDriverGetVersion's int: 13000 for CUDA 13.0).
+Result<int> driver_version(const ordered_json& j, std::string_view where) {
+  const uint32_t v = CUBINRT_TRY(u32(j, "min_driver_version", where));
+  if (v > INT32_MAX) return fail(Errc::corrupt_manifest, fmt::format("{}: 'min_driver_version' {} is no driver version", where, v));
+  return static_cast<int>(v);
+}
+
 // Version 2 keeps a key's axes in "axes" (strings, in the catalog's order); version 1 had the
 // four paged-decode axes as fields of the entry.
 Result<ManifestEntry> parse_entry(const ordered_json& j, uint32_t version) {
@@ -57,17 +74,19 @@ Result<ManifestEntry> parse_entry(const ordered_json& j, uint32_t version) {
   }
   e.symbol = j.at("symbol").get<std::string>();
   e.abi_name = j.at("abi").at("name").get<std::string>();
-  e.abi_version = j.at("abi").at("version").get<uint32_t>();
+  const std::string where = "entry " + e.id;
+  e.abi_version = CUBINRT_TRY(u32(j.at("abi"), "version", where));
   e.sha256 = j.at("sha256").get<std::string>();
   e.offset = j.at("offset").get<uint64_t>();
   e.compressed_size = j.at("compressed_size").get<uint64_t>();
   e.size = j.at("size").get<uint64_t>();
-  e.toolkit_version = j.at("toolkit_version").get<uint32_t>();
-  e.min_driver_version = j.at("min_driver_version").get<int>();
-  e.registers = j.at("registers").get<uint32_t>();
-  e.static_shared = j.at("static_shared").get<uint32_t>();
-  e.dynamic_shared = j.value("dynamic_shared", 0u);  // absent in manifests written before it existed
-  e.max_threads = j.at("max_threads").get<uint32_t>();
+  e.toolkit_version = CUBINRT_TRY(u32(j, "toolkit_version", where));
+  e.min_driver_version = CUBINRT_TRY(driver_version(j, where));
+  e.registers = CUBINRT_TRY(u32(j, "registers", where));
+  e.static_shared = CUBINRT_TRY(u32(j, "static_shared", where));
+  // Absent in manifests written before it existed.
+  e.dynamic_shared = j.contains("dynamic_shared") ? CUBINRT_TRY(u32(j, "dynamic_shared", where)) : 0u;
+  e.max_threads = CUBINRT_TRY(u32(j, "max_threads", where));
   if (e.sha256.size() != 64 || e.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
     return fail(Errc::corrupt_manifest, fmt::format("entry {}: sha256 '{}' is not 64 lowercase hex digits", e.id, e.sha256));
   return e;
@@ -96,12 +115,12 @@ Result<Manifest> Manifest::parse(std::string_view text) {
     if (doc.value("format", "") != "cubinrt-manifest")
       return fail(Errc::corrupt_manifest, "manifest: 'format' is not \"cubinrt-manifest\"");
     Manifest m;
-    m.version = doc.at("version").get<uint32_t>();
+    m.version = CUBINRT_TRY(u32(doc, "version", "manifest"));
     if (m.version != 1 && m.version != kManifestVersion)
       return fail(Errc::corrupt_manifest, fmt::format("manifest: version {} (this build reads versions 1 to {})", m.version, kManifestVersion));
     m.generator = doc.at("generator").get<std::string>();
     m.toolkit = doc.at("toolkit").get<std::string>();
-    m.min_driver_version = doc.at("min_driver_version").get<int>();
+    m.min_driver_version = CUBINRT_TRY(driver_version(doc, "manifest"));
     size_t index = 0;
     for (const ordered_json& j : doc.at("entries")) {
       auto e = parse_entry(j, m.version);

@@ -246,6 +246,10 @@ Result<KernelInfo> read_kernel(const ElfFile& elf, const GlobalAttrs& globals, c
 
   if (const Section* shared = section_for(elf, ".nv.shared.", sym.name)) {
     const uint64_t reserved = info.arch.major >= 9 && shared->size >= 1024 ? 1024 : 0;
+    // Checked before it is narrowed: a corrupt 4 GiB + 2 KiB section is refused, not read as 1 KiB.
+    if (shared->size - reserved > kMaxSharedPerBlock)
+      return bad("shared-size", fmt::format("{} holds {} bytes of shared memory, more than the {} any GPU gives a block", shared->name,
+                                            shared->size, kMaxSharedPerBlock));
     k.static_shared = static_cast<uint32_t>(shared->size - reserved);
   }
   CUBINRT_TRY(read_dynamic_shared(elf, k));

@@ -62,6 +62,8 @@ Status read_container(const ByteView& v, uint64_t& at, std::vector<FatbinEntry>&
     const auto size = CUBINRT_TRY(body.read<uint64_t>(e + 0x38, "entry uncompressed size"));
     if (hdr < 64) return fail(Errc::corrupt_fatbin, fmt::format("entry at offset {}: header size {} (at least 64)", e, hdr));
     if (kind != 1 && kind != 2 && kind != 8) return fail(Errc::corrupt_fatbin, fmt::format("entry at offset {}: kind {} is unknown", e, kind));
+    // Any well-formed SM is an architecture; one that no sm_NNN spells is corruption.
+    if (sm < 10 || sm > 999) return fail(Errc::corrupt_fatbin, fmt::format("entry at offset {}: SM {} is no architecture (sm_10 to sm_999)", e, sm));
     const ByteView data = CUBINRT_TRY(body.sub(e + hdr, payload, "entry payload"));
     entry.kind = static_cast<FatbinEntry::Kind>(kind);
     entry.arch = Arch::from_sm(sm, entry.flags & kFlagAccel ? Arch::Variant::accel
