@@ -24,16 +24,24 @@ nlohmann::ordered_json cubin_json(const cubinrt::CubinInfo& c) {
                        {"explicit_cluster", k.explicit_cluster}, {"num_barriers", k.num_barriers}, {"code_size", k.code_size},
                        {"param_base", k.param_base}, {"param_bytes", k.param_bytes}, {"params", params}});
   }
+  // 0 is "the cubin does not say": null, not a version 0.0.
+  const nlohmann::ordered_json toolkit = c.toolkit_version ? nlohmann::ordered_json(c.toolkit_version) : nlohmann::ordered_json(nullptr);
+  const nlohmann::ordered_json min_driver = c.toolkit_version ? nlohmann::ordered_json(c.min_driver_version()) : nlohmann::ordered_json(nullptr);
   return {{"abi_version", c.abi_version}, {"e_flags", fmt::format("{:#010x}", c.e_flags)}, {"arch", c.arch.str()},
-          {"virtual_sm", c.virtual_sm}, {"toolkit_version", c.toolkit_version}, {"tool", c.tool_name},
-          {"tool_version", c.tool_version}, {"tool_options", c.tool_options}, {"min_driver_version", c.min_driver_version()},
-          {"kernels", kernels}};
+          {"virtual_sm", c.virtual_sm}, {"toolkit_version", toolkit}, {"tool", c.tool_name},
+          {"tool_version", c.tool_version}, {"tool_options", c.tool_options}, {"min_driver_version", min_driver},
+          {"kernels", kernels}, {"warnings", c.warnings}};
+}
+
+std::string toolkit_text(const cubinrt::CubinInfo& c) {
+  return c.toolkit_version ? fmt::format("{}.{}", c.toolkit_version / 10, c.toolkit_version % 10) : std::string("unknown");
 }
 
 void print_cubin(const cubinrt::CubinInfo& c) {
-  fmt::print("arch {}  (ELF ABI v{}, e_flags {:#010x}, virtual sm_{}, toolkit {}.{})\n", bold(c.arch.str()), c.abi_version, c.e_flags,
-             c.virtual_sm, c.toolkit_version / 10, c.toolkit_version % 10);
+  fmt::print("arch {}  (ELF ABI v{}, e_flags {:#010x}, virtual sm_{}, toolkit {})\n", bold(c.arch.str()), c.abi_version, c.e_flags,
+             c.virtual_sm, toolkit_text(c));
   if (!c.tool_name.empty()) fmt::print("built by {}: {}; options '{}'\n", c.tool_name, c.tool_version, c.tool_options);
+  for (const std::string& w : c.warnings) fmt::print("warning: {}\n", w);
   for (const auto& k : c.kernels) {
     fmt::print("\nkernel {}\n", bold(k.name));
     fmt::print("  registers {} (max {}), static shared {} B, dynamic shared {} B, local {} B/thread, max threads {}, barriers {}, code {} B\n",

@@ -51,6 +51,9 @@ struct CubinInfo {
   std::string tool_version;
   std::string tool_options;     // e.g. "-arch sm_90 -m 64 "
   std::vector<KernelInfo> kernels;
+  // What was well formed but not understood, and skipped: attribute codes and notes newer than
+  // this build. Never a reason to refuse the cubin; `show` and `verify` print them.
+  std::vector<std::string> warnings;
 
   const KernelInfo* kernel(std::string_view name) const;
   // The CUDA driver API version this cubin needs: toolkit major*1000 + minor*10 (13.0 -> 13000).

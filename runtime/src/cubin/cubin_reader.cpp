@@ -12,7 +12,6 @@ using namespace detail;
 
 namespace {
 
-constexpr uint32_t kKnownSms[] = {50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121};
 
 struct Note {
   uint32_t type;
@@ -40,6 +39,12 @@ Status read_notes(const ElfFile& elf, CubinInfo& info) {
   if (const Section* s = elf.find(".note.nv.cuinfo")) {
     for (const Note& n : CUBINRT_TRY(parse_notes(CUBINRT_TRY(elf.contents(*s)), s->name))) {
       if (n.type != 1000) continue;
+      // A well-formed note of another layout (shorter than this build reads) is skipped, not
+      // refused: the toolkit is then unknown.
+      if (n.desc.size() < 8) {
+        info.warnings.push_back(fmt::format("{}: a {}-byte cuinfo note (8 or more expected); virtual SM and toolkit unknown", s->name, n.desc.size()));
+        continue;
+      }
       info.virtual_sm = CUBINRT_TRY(n.desc.read<uint16_t>(2, "cuinfo virtual SM"));
       info.toolkit_version = CUBINRT_TRY(n.desc.read<uint32_t>(4, "cuinfo toolkit version"));
     }
@@ -47,6 +52,11 @@ Status read_notes(const ElfFile& elf, CubinInfo& info) {
   if (const Section* s = elf.find(".note.nv.tkinfo")) {
     for (const Note& n : CUBINRT_TRY(parse_notes(CUBINRT_TRY(elf.contents(*s)), s->name))) {
       if (n.type != 2000) continue;
+      if (n.desc.size() < 24) {
+        info.warnings.push_back(fmt::format("{}: a {}-byte tkinfo note (24 or more expected); tool name, version and options unknown", s->name,
+                                            n.desc.size()));
+        continue;
+      }
       const ByteView blob = CUBINRT_TRY(n.desc.sub(24, n.desc.size() - std::min<uint64_t>(24, n.desc.size()), "tkinfo strings"));
       auto field = [&](uint32_t index, std::string_view what) -> Result<std::string> {
         const auto offset = CUBINRT_TRY(n.desc.read<uint32_t>(uint64_t{index} * 4, "tkinfo field"));
@@ -72,8 +82,9 @@ Status read_arch(const ElfFile& elf, CubinInfo& info) {
     sm = (flags >> 8) & 0xff;
     accel = (flags & 0x8) != 0;
   }
-  if (std::ranges::find(kKnownSms, sm) == std::end(kKnownSms))
-    return fail(Errc::corrupt_cubin, fmt::format("rule elf-sm: e_flags {:#010x} name SM {}, which is no known GPU architecture", flags, sm));
+  // Any SM an sm_NNN spells is an architecture, known to the selection rules or not (a newer
+  // ptxas's sm_107 is read, not refused); below 10 no architecture exists.
+  if (sm < 10) return fail(Errc::corrupt_cubin, fmt::format("rule elf-sm: e_flags {:#010x} name SM {}, which is no GPU architecture", flags, sm));
   if (const Section* s = elf.find(".nv.compat")) {
     for (const NvInfoRecord& r : CUBINRT_TRY(parse_nv_info(CUBINRT_TRY(elf.contents(*s)), s->name)))
       if (r.attribute == kCompatAcceleratorTarget && r.format == 2 && r.value == 1) accel = true;
@@ -89,11 +100,11 @@ struct GlobalAttrs {
   std::vector<std::pair<uint32_t, uint32_t>> regcount, frame_size;  // symbol index -> value
 };
 
-Result<GlobalAttrs> read_global_info(const ElfFile& elf) {
+Result<GlobalAttrs> read_global_info(const ElfFile& elf, std::vector<std::string>& warnings) {
   GlobalAttrs g;
   const Section* s = elf.find(".nv.info");
   if (s == nullptr) return g;
-  for (const NvInfoRecord& r : CUBINRT_TRY(parse_nv_info(CUBINRT_TRY(elf.contents(*s)), s->name))) {
+  for (const NvInfoRecord& r : CUBINRT_TRY(parse_nv_info(CUBINRT_TRY(elf.contents(*s)), s->name, &warnings))) {
     if (r.format != 4 || (r.attribute != kRegCount && r.attribute != kFrameSize)) continue;
     const uint32_t sym = CUBINRT_TRY(r.word(0)), value = CUBINRT_TRY(r.word(1));
     (r.attribute == kRegCount ? g.regcount : g.frame_size).emplace_back(sym, value);
@@ -155,7 +166,7 @@ Status read_key(const ElfFile& elf, KernelInfo& k) {
 }
 
 Result<KernelInfo> read_kernel(const ElfFile& elf, const GlobalAttrs& globals, const Symbol& sym, uint32_t sym_index,
-                               const CubinInfo& info) {
+                               const CubinInfo& info, std::vector<std::string>& warnings) {
   KernelInfo k;
   k.name = std::string(sym.name);
   auto bad = [&](std::string_view rule, std::string msg) {
@@ -177,7 +188,7 @@ Result<KernelInfo> read_kernel(const ElfFile& elf, const GlobalAttrs& globals, c
   uint32_t cbank_param_size = 0, param_cbank_size = 0;
   bool have_cbank_param_size = false;
   std::vector<uint32_t> exit_offsets;
-  for (const NvInfoRecord& r : CUBINRT_TRY(parse_nv_info(CUBINRT_TRY(elf.contents(*info_sec)), info_sec->name))) {
+  for (const NvInfoRecord& r : CUBINRT_TRY(parse_nv_info(CUBINRT_TRY(elf.contents(*info_sec)), info_sec->name, &warnings))) {
     switch (r.attribute) {
       case kKparamInfo: {
         if (r.format != 4 || r.payload.size() != 12) return bad("kparam-record", fmt::format("KPARAM_INFO payload of {} bytes (12 expected)", r.payload.size()));
@@ -276,14 +287,16 @@ Result<CubinInfo> read_cubin(std::span<const std::byte> bytes) {
   if (elf.header.abi_version == 7 && elf.header.version >= 10) info.toolkit_version = elf.header.version;
   CUBINRT_TRY(read_notes(elf, info));
   CUBINRT_TRY(read_arch(elf, info));
-  const GlobalAttrs globals = CUBINRT_TRY(read_global_info(elf));
+  const GlobalAttrs globals = CUBINRT_TRY(read_global_info(elf, info.warnings));
+  std::vector<std::string> kernel_warnings;
   std::set<std::string_view> seen;
   for (uint32_t i = 0; i < elf.symbols.size(); ++i) {
     const Symbol& sym = elf.symbols[i];
     if (!sym.is_entry()) continue;
     if (!seen.insert(sym.name).second) return fail(Errc::corrupt_cubin, fmt::format("rule kernel-unique: kernel '{}' is defined twice", sym.name));
-    info.kernels.push_back(CUBINRT_TRY(read_kernel(elf, globals, sym, i, info)));
+    info.kernels.push_back(CUBINRT_TRY(read_kernel(elf, globals, sym, i, info, kernel_warnings)));
   }
+  info.warnings.insert(info.warnings.end(), kernel_warnings.begin(), kernel_warnings.end());
   return info;
 }
 

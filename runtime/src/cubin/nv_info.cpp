@@ -2,7 +2,7 @@
 
 namespace cubinrt::detail {
 
-Result<std::vector<NvInfoRecord>> parse_nv_info(const ByteView& s, std::string_view name) {
+Result<std::vector<NvInfoRecord>> parse_nv_info(const ByteView& s, std::string_view name, std::vector<std::string>* warnings) {
   std::vector<NvInfoRecord> records;
   uint64_t at = 0;
   while (at < s.size()) {
@@ -12,8 +12,9 @@ Result<std::vector<NvInfoRecord>> parse_nv_info(const ByteView& s, std::string_v
     r.attribute = CUBINRT_TRY(s.read<uint8_t>(at + 1, "attribute code"));
     if (r.format < 1 || r.format > 4)
       return fail(Errc::corrupt_cubin, fmt::format("rule nv-info-format: {} record at offset {} has format {} (1-4 are defined)", name, at, r.format));
-    if (r.attribute >= kAttrLast && name.starts_with(".nv.info"))
-      return fail(Errc::corrupt_cubin, fmt::format("rule nv-info-attribute: {} record at offset {} has attribute {:#x} (codes end at 0x60)", name, at, r.attribute));
+    if (r.attribute >= kAttrLast && name.starts_with(".nv.info") && warnings != nullptr)
+      warnings->push_back(fmt::format("{} record at offset {}: attribute {:#x} is unknown to this build (newer than its codes, which end at "
+                                      "{:#x}); skipped", name, at, r.attribute, uint8_t{kAttrLast}));
     r.value = CUBINRT_TRY(s.read<uint16_t>(at + 2, "attribute value"));
     at += 4;
     if (r.format == 4) {
