@@ -52,7 +52,7 @@ struct CubinInfo {
   std::string tool_options;     // e.g. "-arch sm_90 -m 64 "
   std::vector<KernelInfo> kernels;
   // What was well formed but not understood, and skipped: attribute codes and notes newer than
-  // this build. Never a reason to refuse the cubin; `show` and `verify` print them.
+  // this build. Never a reason to refuse the cubin; `show` prints them (a `warnings` array in --json).
   std::vector<std::string> warnings;
 
   const KernelInfo* kernel(std::string_view name) const;
