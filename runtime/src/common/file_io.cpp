@@ -1,3 +1,7 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -10,18 +14,27 @@
 namespace cubinrt {
 
 Result<std::vector<std::byte>> read_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec) return fail(Errc::io, fmt::format("{}: cannot open: {}", path.string(), ec.message()));
-  if (!std::filesystem::is_regular_file(status))
+  // Opened without blocking and checked on the open descriptor (not by name first, which a file
+  // swapped in between would defeat): a FIFO, device or directory is refused before any read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return fail(Errc::io, fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail(Errc::io, fmt::format("{}: cannot stat: {}", path.string(), std::strerror(errno)));
+  if (!S_ISREG(st.st_mode))
     return fail(Errc::io, fmt::format("{}: not a regular file (a directory, pipe or device is not read)", path.string()));
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return fail(Errc::io, fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  const std::streamsize size = in.tellg();
-  if (size < 0) return fail(Errc::io, fmt::format("{}: cannot tell its size", path.string()));
-  std::vector<std::byte> bytes(static_cast<size_t>(size));
-  in.seekg(0);
-  if (!in.read(reinterpret_cast<char*>(bytes.data()), size)) return fail(Errc::io, fmt::format("{}: read failed", path.string()));
+  std::vector<std::byte> bytes(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(Errc::io, fmt::format("{}: read failed after {} of {} bytes: {}", path.string(), done, bytes.size(), std::strerror(errno)));
+    if (n == 0) return fail(Errc::io, fmt::format("{}: ended after {} of its {} bytes (it shrank while read)", path.string(), done, bytes.size()));
+    done += static_cast<size_t>(n);
+  }
   return bytes;
 }
 
