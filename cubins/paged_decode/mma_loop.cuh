@@ -25,6 +25,8 @@ constexpr bool kBf16 = !kKvIsFp8 && kQDtype == CUBINRT_DTYPE_BF16;
 constexpr bool kDimSplit = kHeadDim > CUBINRT_PAGED_DECODE_TOKEN_SPLIT_MAX_HEAD_DIM;
 constexpr int kSliceDim = kDimSplit ? kHeadDim / kWarps : kHeadDim;
 static_assert(!kDimSplit || kSliceDim == 128, "head_dim 512 splits across 4 warps of 128 dims");
+// The first of the warp's dims in q, K, V and the output (0 unless the warps split the dims).
+__device__ __forceinline__ int dim0(const BlockWork& w) { return kDimSplit ? w.warp * kSliceDim : 0; }
 
 constexpr int kKTiles = kSliceDim / 16;             // k-tiles of q.K = dim tiles of P.V
 constexpr int kKElems = 16 / kKvBytes;              // elements per 16-byte K load
@@ -191,8 +193,8 @@ __device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV5& p, con
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     const int head = g + 8 * r;
-    const QType* row = static_cast<const QType*>(p.q) + w.b * p.q_stride_batch + (w.head0 + min(head, w.heads - 1)) * p.q_stride_head +
-                       (kDimSplit ? w.warp * kSliceDim : 0);  // the warp's dims
+    const QType* row =
+        static_cast<const QType*>(p.q) + w.b * p.q_stride_batch + (w.head0 + min(head, w.heads - 1)) * p.q_stride_head + dim0(w);
 #pragma unroll
     for (int j = 0; j < kKLoads; ++j)
 #pragma unroll
@@ -393,9 +395,6 @@ __device__ __forceinline__ void pv_row(const uint32_t (&vw)[kVTokens][kKTiles], 
   }
 }
 
-// One warp step's math on its loaded K and V: scores, the online softmax update and P.V, for one
-// row of heads or two (kHi: rows 8-15 of the q.K tile are heads 8-15, whose scores come out of
-// the same mmas; their P.V is a second 8-column tile over the same V words).
 // What a warp of the dim-split loop needs to sum its partial scores with the others': this step's
 // buffer, its place in it, and its q fragment's power-of-two factor (each warp scales its own
 // slice of q, so partials are brought to one scale before they are added).
@@ -408,6 +407,9 @@ struct ScoreShare {
 
 __device__ __forceinline__ void named_barrier() { asm volatile("bar.sync 1, %0;" ::"n"(kThreads) : "memory"); }
 
+// One warp step's math on its loaded K and V: scores, the online softmax update and P.V, for one
+// row of heads or two (kHi: rows 8-15 of the q.K tile are heads 8-15, whose scores come out of
+// the same mmas; their P.V is a second 8-column tile over the same V words).
 template <bool kHi>
 __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t_end, int g, int t, const QFrag<kHi>& q, float sscale,
                                              Running<kHi>& r, const ScoreShare& share) {
@@ -478,10 +480,8 @@ template <bool kHi>
 __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, Staging& stage, int g, int t,
                                            const QFrag<kHi>& q, float qf, float sscale, Running<kHi>& r) {
   const int32_t* pages = p.block_table + static_cast<int64_t>(w.b) * p.block_table_stride;
-  // The warp's dims of each row (all of them unless the warps split the dims).
-  const int64_t slice0 = kDimSplit ? int64_t{w.warp} * kSliceDim : 0;
-  const char* kbase = static_cast<const char*>(p.k_cache) + (w.kvh * p.kv_stride_head + slice0) * kKvBytes;
-  const char* vbase = static_cast<const char*>(p.v_cache) + (w.kvh * p.kv_stride_head + slice0) * kKvBytes;
+  const char* kbase = static_cast<const char*>(p.k_cache) + (w.kvh * p.kv_stride_head + dim0(w)) * kKvBytes;
+  const char* vbase = static_cast<const char*>(p.v_cache) + (w.kvh * p.kv_stride_head + dim0(w)) * kKvBytes;
   // Warps that split the tokens take every kWarps-th step; warps that split the dims, every step.
   constexpr int kStride = kDimSplit ? kStep : kWarps * kStep;
   const int first = w.t_begin + (kDimSplit ? 0 : w.warp * kStep);
@@ -556,10 +556,10 @@ __device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParams
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     // Split tokens: a partial row a warp. Split dims: one row, each warp writing its dims and
     // warp 0 the running max and sum (the same in every warp).
-    const int prow = kDimSplit ? 0 : w.warp, d0 = kDimSplit ? w.warp * kSliceDim : 0;
+    const int prow = kDimSplit ? 0 : w.warp;
 #pragma unroll
     for (int i = 0; i < kKTiles; ++i) {
-      const int d = d0 + v_word_dim(i, g);
+      const int d = dim0(w) + v_word_dim(i, g);
       out.acc[prow][head + 2 * t][d] = row.acc[i][0] * vscale;
       out.acc[prow][head + 2 * t + 1][d] = row.acc[i][1] * vscale;
       out.acc[prow][head + 2 * t][d + 1] = row.acc[i][2] * vscale;
