@@ -16,12 +16,6 @@ namespace cubinrt::detail {
 inline constexpr char kBundleMagic[8] = {'C', 'U', 'B', 'I', 'N', 'R', 'T', 'B'};
 inline constexpr uint32_t kBundleHeaderSize = 96;
 
-// Limits on what an entry may claim, checked before anything is allocated for it: the largest
-// cubin this project builds (one family and arch, 54 kernels) is 4.4 MB, and zstd makes cubins
-// a few times smaller, not a thousand.
-inline constexpr uint64_t kMaxCubinBytes = uint64_t{256} << 20;
-inline constexpr uint64_t kMaxCompressionRatio = 1000;
-
 struct BundleHeader {
   uint32_t version;
   uint64_t manifest_offset, manifest_size, payload_offset, payload_size;

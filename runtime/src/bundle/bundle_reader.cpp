@@ -4,6 +4,7 @@
 #include "bundle/bundle_header.hpp"
 #include "common/byte_view.hpp"
 #include "common/file_io.hpp"
+#include "cubin/cubin.hpp"
 
 namespace cubinrt {
 
@@ -87,9 +88,9 @@ Result<std::vector<std::byte>> Bundle::cubin(const ManifestEntry& e) const {
     return where("compressed bytes lie outside the payload");
   // The size is the file's word (and a frame's header may repeat the lie): it is checked before
   // anything is allocated for it.
-  if (e.size > detail::kMaxCubinBytes || e.size / detail::kMaxCompressionRatio > e.compressed_size)
+  if (e.size > kMaxCubinBytes || e.size / kMaxCompressionRatio > e.compressed_size)
     return where(fmt::format("the manifest records {} bytes from {} compressed; a cubin is at most {} bytes and compresses at most {}-fold here",
-                             e.size, e.compressed_size, detail::kMaxCubinBytes, detail::kMaxCompressionRatio));
+                             e.size, e.compressed_size, kMaxCubinBytes, kMaxCompressionRatio));
   const std::span<const std::byte> frame = payload_.subspan(e.offset, e.compressed_size);
   const unsigned long long content = ZSTD_getFrameContentSize(frame.data(), frame.size());
   if (content == ZSTD_CONTENTSIZE_ERROR) return where("not a zstd frame");

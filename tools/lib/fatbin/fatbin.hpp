@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cubin/cubin.hpp"
 #include "cubinrt/error.hpp"
 #include "cubinrt/types.hpp"
 
@@ -23,12 +24,11 @@ struct FatbinEntry {
 };
 
 // `bytes` is a fatbin file, or an ELF host object holding one in `.nv_fatbin`.
-// What an entry's recorded sizes may claim, checked before anything is allocated: no cubin comes
-// near 256 MiB, LZ4 and zstd make cubins a few times smaller (not a thousand), and a whole file's
-// entries, which are held at once, stop at 1 GiB.
+// What an entry's recorded sizes may claim, checked before anything is allocated: a cubin's limits
+// (cubin.hpp), and a whole file's entries, which are held at once, stop at 1 GiB.
 struct FatbinLimits {
-  uint64_t max_entry_bytes = uint64_t{256} << 20;
-  uint64_t max_ratio = 1000;
+  uint64_t max_entry_bytes = kMaxCubinBytes;
+  uint64_t max_ratio = kMaxCompressionRatio;
   uint64_t max_total_bytes = uint64_t{1} << 30;
 };
 
