@@ -1,5 +1,6 @@
 // The dispatcher on the fake driver: explicit KV dtypes, bad calls refused before any launch,
 // and the parameter block a launch hands the driver, field by field.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -65,6 +66,9 @@ class Dispatch : public ::testing::Test {
     o.bundle = std::make_shared<const Bundle>(*Bundle::embedded());
     o.lazy = true;
     rt = std::move(*Runtime::create(o));
+    // Launches on the NULL stream run in the current context, which an engine has made the
+    // device's (cudaSetDevice); here, as the tools do.
+    ASSERT_TRUE(rt->bind_context().has_value());
   }
   DecodeArgs args(const DecodePlan& plan) {
     DecodeArgs a;
@@ -479,6 +483,75 @@ TEST(DispatchWithoutClusters, ClusterMergeIsRefusedOrNotChosen) {
   CUBINRT_ASSERT_OK(plan);
   EXPECT_EQ(plan->num_splits(), 1);  // 128 tokens stay whole where no cluster can merge them
   EXPECT_EQ(plan->merge(), SplitMerge::workspace);
+}
+
+// A plan reads only its runtime's device: a tensor or stream of another device, or the NULL
+// stream with another device's context (or none) current, is refused before the driver sees a
+// launch, naming what is where.
+TEST(DispatchAcrossDevices, TensorsAndStreamsOfAnotherDeviceAreRefused) {
+  FakeDevice second = h200();
+  second.uuid_tail = 7;
+  const auto driver = make_fake_driver({h200(), second});
+  RuntimeOptions o;
+  o.driver = driver;
+  o.lazy = true;
+  auto rts = Runtime::create_all(o);
+  CUBINRT_ASSERT_OK(rts);
+  ASSERT_EQ(rts->size(), 2u);
+  const Runtime& rt0 = *(*rts)[0];
+  const Runtime& rt1 = *(*rts)[1];
+  // Memory of each device, allocated with its context current (the fake records whose it is).
+  auto alloc_on = [&](const Runtime& rt) {
+    EXPECT_TRUE(rt.bind_context().has_value());
+    CUdeviceptr p = 0;
+    EXPECT_EQ(driver->cuMemAlloc(&p, 1 << 16), CUDA_SUCCESS);
+    return reinterpret_cast<std::byte*>(p);
+  };
+  std::byte* on1 = alloc_on(rt1);
+  std::byte* on0 = alloc_on(rt0);
+  const DecodeShape shape{.batch = 1, .num_q_heads = 8, .num_kv_heads = 2, .head_dim = 128, .q_dtype = Dtype::bf16, .kv_storage = Dtype::bf16,
+                          .page_size = 16, .block_table_stride = 4, .num_splits = 1};
+  auto plan = DecodePlan::create(rt0, shape);
+  CUBINRT_ASSERT_OK(plan);
+  auto args = [&](std::byte* base) {
+    DecodeArgs a;
+    a.q = base;
+    a.kv = {base + 4096, base + 8192, Dtype::bf16, std::nullopt, 1.f, 1.f, nullptr, KvLayout::nhd, 16, 2, 4};
+    a.block_table = reinterpret_cast<const int32_t*>(base + 12288);
+    a.seq_lens = reinterpret_cast<const int32_t*>(base + 12544);
+    a.out = base + 16384;
+    return a;
+  };
+  CUBINRT_ASSERT_OK(plan->launch(args(on0), nullptr));
+  const std::string dev0 = "device 0 'NVIDIA H200' (sm_90)";
+  DecodeArgs mixed = args(on0);
+  mixed.kv.v = on1 + 8192;
+  EXPECT_EQ(plan->launch(mixed, nullptr).error().message,
+            fmt::format("paged decode launch: kv.v ({}) is on device 1, but this plan runs on {}; a plan reads the memory of its runtime's "
+                        "device only", static_cast<const void*>(on1 + 8192), dev0));
+  mixed = args(on0);
+  mixed.lse = reinterpret_cast<float*>(on1);
+  EXPECT_EQ(plan->launch(mixed, nullptr).error().code, Errc::invalid_argument);
+  // Streams: one of device 1 is refused, one of device 0 runs.
+  const auto stream1 = reinterpret_cast<CUstream>(0x5001), stream0 = reinterpret_cast<CUstream>(0x5000);
+  fake_state().stream_device = {{stream1, 1}, {stream0, 0}};
+  EXPECT_EQ(plan->launch(args(on0), stream1).error().message,
+            fmt::format("paged decode launch: the stream belongs to device 1, but this plan runs on {}; make a plan on a runtime of device 1, "
+                        "or launch on a stream of device 0", dev0));
+  CUBINRT_ASSERT_OK(rt1.bind_context());
+  CUBINRT_ASSERT_OK(plan->launch(args(on0), stream0));  // an explicit stream: the current context does not matter
+  EXPECT_EQ(plan->launch(args(on0), nullptr).error().message,
+            fmt::format("paged decode launch: launched on the NULL stream while device 1's context is current on this thread, but this plan "
+                        "runs on {}; make that device's context current (cudaSetDevice(0)), or pass one of its streams", dev0));
+  ASSERT_EQ(driver->cuCtxSetCurrent(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(plan->launch(args(on0), nullptr).error().message,
+            fmt::format("paged decode launch: launched on the NULL stream with no CUDA context current on this thread; make the context of {} "
+                        "current (cudaSetDevice(0) or Runtime::bind_context), or pass one of its streams", dev0));
+  ASSERT_EQ(fake_state().launches.size(), 2u);  // the two good ones only, each on device 0
+  EXPECT_EQ(fake_state().launches[0].device, 0);
+  EXPECT_EQ(fake_state().launches[1].device, 0);
+  driver->cuMemFree(reinterpret_cast<CUdeviceptr>(on0));
+  driver->cuMemFree(reinterpret_cast<CUdeviceptr>(on1));
 }
 
 TEST_F(Dispatch, DriverLaunchErrorIsReported) {

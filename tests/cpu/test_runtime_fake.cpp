@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <set>
 #include <thread>
 
+#include "cubinrt/paged_decode.hpp"
 #include "cubinrt/runtime.hpp"
 #include "select/select.hpp"
 #include "support/fake_driver.hpp"
@@ -282,6 +284,76 @@ TEST(FakeRuntime, SeveralDevicesEachGetTheirOwnCubins) {
   auto none = Runtime::create(o);
   ASSERT_FALSE(none);
   EXPECT_EQ(none.error().message, "no device has UUID GPU-00000000-0000-0000-0000-000000000000 (the driver sees 3 device(s))");
+}
+
+TEST(FakeRuntime, CreateAllMakesOneRuntimePerDeviceSharingOneBundle) {
+  RuntimeOptions o;
+  o.driver = make_fake_driver({h200(), a100(), b300()});
+  o.bundle = bundle();
+  o.lazy = true;
+  auto rts = Runtime::create_all(o);
+  CUBINRT_ASSERT_OK(rts);
+  ASSERT_EQ(rts->size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ((*rts)[i]->device().ordinal, i);
+    EXPECT_EQ(&(*rts)[i]->bundle(), bundle().get());  // opened once
+  }
+  EXPECT_EQ((*rts)[2]->device().name, "NVIDIA B300");
+  EXPECT_NE((*rts)[0]->context(), (*rts)[1]->context());
+  o.device_ordinal = 1;
+  EXPECT_EQ(Runtime::create_all(o).error().message,
+            "Runtime::create_all makes a runtime for every device: leave device_ordinal and device_uuid unset");
+  o.device_ordinal = 0;
+  o.bundle = nullptr;
+  o.bundle_path = "/nonexistent/cubinrt.bundle";
+  EXPECT_FALSE(Runtime::create_all(o).has_value());
+}
+
+// First use from 32 threads at once over two devices (ThreadSanitizer runs this in test.sh): each
+// thread binds its device, plans (loading lazily) and launches; every launch lands on the thread's
+// device, and each device loads each of its cubins once.
+TEST(FakeRuntime, ThirtyTwoThreadsPlanAndLaunchOnTwoDevices) {
+  RuntimeOptions o;
+  o.driver = make_fake_driver({h200(), a100()});
+  o.bundle = bundle();
+  o.lazy = true;
+  auto rts = Runtime::create_all(o);
+  CUBINRT_ASSERT_OK(rts);
+  alignas(16) static std::byte mem[1 << 16];
+  std::vector<std::string> errors(32);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 32; ++t)
+    threads.emplace_back([&, t] {
+      const Runtime& rt = *(*rts)[t % 2];
+      if (auto s = rt.bind_context(); !s) return void(errors[t] = s.error().message);
+      const uint32_t group = std::array{1u, 4u, 8u, 16u}[t / 2 % 4];
+      const DecodeShape shape{.batch = 2, .num_q_heads = 2 * group, .num_kv_heads = 2, .head_dim = t % 3 == 0 ? 64u : 128u,
+                              .q_dtype = Dtype::bf16, .kv_storage = t % 4 < 2 ? Dtype::bf16 : Dtype::uint8,
+                              .kv_declared = t % 4 < 2 ? std::nullopt : std::optional<Dtype>(Dtype::fp8_e4m3), .page_size = 16,
+                              .block_table_stride = 4, .num_splits = 1};
+      auto plan = DecodePlan::create(rt, shape);
+      if (!plan) return void(errors[t] = plan.error().message);
+      DecodeArgs a;
+      a.q = mem;
+      a.kv = {mem, mem, shape.kv_storage, shape.kv_declared, 1.f, 1.f, nullptr, KvLayout::nhd, 16, 2, 8};
+      a.block_table = reinterpret_cast<const int32_t*>(mem);
+      a.seq_lens = reinterpret_cast<const int32_t*>(mem);
+      a.out = mem;
+      if (auto s = plan->launch(a, nullptr); !s) errors[t] = s.error().message;
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+  ASSERT_EQ(fake_state().launches.size(), 32u);
+  int per_device[2] = {0, 0};
+  for (const LaunchRecord& r : fake_state().launches) {
+    ASSERT_TRUE(r.device == 0 || r.device == 1);
+    ++per_device[r.device];
+  }
+  EXPECT_EQ(per_device[0], 16);
+  EXPECT_EQ(per_device[1], 16);
+  // Each device loaded the cubins its kernels come from once: paged_decode and paged_decode_g16
+  // for sm_90 and for sm_80.
+  EXPECT_EQ(fake_state().loads, 4);
 }
 
 TEST(FakeRuntime, TeardownUnloadsEveryLibrary) {

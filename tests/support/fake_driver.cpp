@@ -23,6 +23,12 @@ struct FakeKernel {
 std::mutex g_objects_mu;
 std::list<FakeLibrary> g_libraries;
 std::list<FakeKernel> g_kernels;
+// Device memory (host memory here) by start: its size and the device whose context was current
+// at allocation (device 0 when none), for CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL.
+std::mutex g_memory_mu;
+std::map<uintptr_t, std::pair<size_t, int>> g_allocations;
+
+int current_or_first() { return t_current > 0 ? t_current - 1 : 0; }
 
 CUresult name_of(CUresult r, const char** s) {
   switch (r) {
@@ -30,6 +36,8 @@ CUresult name_of(CUresult r, const char** s) {
     case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
     case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
     case CUDA_ERROR_NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; break;
+    case CUDA_ERROR_INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; break;
+    case CUDA_ERROR_INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
     case CUDA_ERROR_INVALID_IMAGE: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
     case CUDA_ERROR_NO_BINARY_FOR_GPU: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
     case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
@@ -88,6 +96,21 @@ CUresult ctx_release(CUdevice) { return CUDA_SUCCESS; }
 CUresult ctx_set(CUcontext c) { return t_current = static_cast<int>(reinterpret_cast<uintptr_t>(c)), CUDA_SUCCESS; }
 CUresult ctx_get(CUcontext* c) { return *c = reinterpret_cast<CUcontext>(static_cast<uintptr_t>(t_current)), CUDA_SUCCESS; }
 CUresult ctx_sync() { return CUDA_SUCCESS; }
+CUresult ctx_device(CUdevice* d) { return t_current > 0 ? (*d = t_current - 1, CUDA_SUCCESS) : CUDA_ERROR_INVALID_CONTEXT; }
+CUresult stream_ctx(CUstream s, CUcontext* c) {
+  int device = current_or_first();
+  if (const auto it = g_state.stream_device.find(s); it != g_state.stream_device.end()) device = it->second;
+  return *c = reinterpret_cast<CUcontext>(static_cast<uintptr_t>(device + 1)), CUDA_SUCCESS;
+}
+// A pointer inside an allocation is on its device; any other (a test's made-up address) is on the
+// current context's device, as if it were memory allocated there.
+CUresult pointer_attribute(void* data, CUpointer_attribute a, CUdeviceptr p) {
+  if (a != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return CUDA_ERROR_NOT_SUPPORTED;
+  int device = current_or_first();
+  std::lock_guard lock(g_memory_mu);
+  if (auto it = g_allocations.upper_bound(p); it != g_allocations.begin() && p < (--it)->first + it->second.first) device = it->second.second;
+  return *static_cast<int*>(data) = device, CUDA_SUCCESS;
+}
 
 CUresult library_load(CUlibrary* lib, const void* image, CUjit_option*, void**, unsigned, CUlibraryOption*, void**, unsigned) {
   // The image's size is not passed (as with the real driver); the fake reads the ELF header's view
@@ -168,6 +191,9 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void**, void** ex
         return CUDA_ERROR_INVALID_CLUSTER_SIZE;
     }
   r.kernel = reinterpret_cast<const FakeKernel*>(f)->kernel->name;
+  CUcontext ctx = nullptr;
+  stream_ctx(config->hStream, &ctx);
+  r.device = static_cast<int>(reinterpret_cast<uintptr_t>(ctx)) - 1;
   const void* buf = nullptr;
   size_t size = 0;
   for (void** e = extra; e && *e != CU_LAUNCH_PARAM_END; e += 2) {
@@ -196,6 +222,7 @@ std::shared_ptr<DriverApi> make_fake_driver(std::vector<FakeDevice> devices, Fak
   g_state.unloads = 0;
   g_state.launches.clear();
   g_state.emulate.clear();
+  g_state.stream_device.clear();
   t_current = 0;
   auto d = std::make_shared<DriverApi>();
   d->origin = "fake driver";
@@ -227,9 +254,20 @@ std::shared_ptr<DriverApi> make_fake_driver(std::vector<FakeDevice> devices, Fak
     auto* bytes = new (std::nothrow) std::byte[std::max<size_t>(n, 1)];
     if (bytes == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
     *p = reinterpret_cast<CUdeviceptr>(bytes);
+    std::lock_guard lock(g_memory_mu);
+    g_allocations[*p] = {std::max<size_t>(n, 1), current_or_first()};
     return CUDA_SUCCESS;
   };
-  d->cuMemFree = [](CUdeviceptr p) { return delete[] reinterpret_cast<std::byte*>(p), CUDA_SUCCESS; };
+  d->cuMemFree = [](CUdeviceptr p) {
+    {
+      std::lock_guard lock(g_memory_mu);
+      g_allocations.erase(p);
+    }
+    return delete[] reinterpret_cast<std::byte*>(p), CUDA_SUCCESS;
+  };
+  d->cuStreamGetCtx = stream_ctx;
+  d->cuCtxGetDevice = ctx_device;
+  d->cuPointerGetAttribute = pointer_attribute;
   d->cuMemcpyHtoD = [](CUdeviceptr dst, const void* src, size_t n) { return std::memcpy(reinterpret_cast<void*>(dst), src, n), CUDA_SUCCESS; };
   d->cuMemcpyDtoH = [](void* dst, CUdeviceptr src, size_t n) { return std::memcpy(dst, reinterpret_cast<const void*>(src), n), CUDA_SUCCESS; };
   d->cuMemcpyDtoD = [](CUdeviceptr, CUdeviceptr, size_t) { return CUDA_ERROR_NOT_SUPPORTED; };

@@ -41,6 +41,7 @@ struct LaunchRecord {
   std::vector<CUlaunchAttribute> attrs;
   std::vector<std::byte> params;  // the CU_LAUNCH_PARAM_BUFFER_POINTER bytes
   std::string kernel;
+  int device = -1;  // whose context ran it: the stream's (fake_state().stream_device), else the current one
 };
 
 struct FakeState {
@@ -53,6 +54,9 @@ struct FakeState {
   // Kernels the fake runs on the host: a launch of a kernel whose name starts with a key here
   // calls its function (device memory is host memory in the fake) after it is recorded.
   std::map<std::string, std::function<void(const LaunchRecord&)>> emulate;
+  // Streams are handles the test makes up: one listed here belongs to that device's context;
+  // any other belongs to the current context (device 0's when none is current).
+  std::map<CUstream, int> stream_device;
 };
 
 // Resets the emulation and returns a driver table bound to it (one fake per process at a time).

@@ -11,6 +11,8 @@
 #include "cubinrt/error.hpp"
 #include "cubinrt/types.hpp"
 
+struct CUctx_st;  // cuda.h's CUcontext, for Runtime::context()
+
 namespace cubinrt {
 
 // Declared for the internal accessors below; engines never need their definitions.
@@ -53,6 +55,11 @@ struct Support {
 class Runtime {
  public:
   static Result<std::unique_ptr<Runtime>> create(RuntimeOptions options);
+  // One runtime for each device the driver sees (CUDA_VISIBLE_DEVICES applies), in ordinal order,
+  // sharing one driver table and one bundle (opened and decompressed once); each has its own
+  // context, kernels and attributes. options.device_ordinal and device_uuid must be left unset.
+  // Fails on the first device that fails, naming it.
+  static Result<std::vector<std::unique_ptr<Runtime>>> create_all(RuntimeOptions options);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -69,6 +76,7 @@ class Runtime {
   // For the families' plans and for tools (their types are internal):
   const Bundle& bundle() const;
   const DriverApi& driver() const;
+  CUctx_st* context() const;  // the device's primary context, which the kernels are loaded in
   // The loaded kernel for `key`; loads it on first use (lazy mode), safely from many threads. A
   // failed load is not remembered: the next call tries again (and fails with its own cause).
   Result<const LoadedKernel*> kernel(const KernelKey& key) const;

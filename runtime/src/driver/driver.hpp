@@ -15,7 +15,8 @@
 namespace cubinrt {
 
 // X(name): every driver entry point the runtime calls (the self-check's known answers need the
-// memory calls). open_driver fails, naming it, when one is missing. Types come from cuda.h.
+// memory calls; a launch asks the stream's context and each tensor's device). open_driver fails,
+// naming it, when one is missing. Types come from cuda.h.
 #define CUBINRT_DRIVER_FUNCTIONS(X)                                                              \
   X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)      \
   X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceGetUuid)                   \
@@ -23,7 +24,7 @@ namespace cubinrt {
   X(cuCtxSynchronize) X(cuLibraryLoadData) X(cuLibraryUnload) X(cuLibraryGetKernel)              \
   X(cuKernelGetFunction) X(cuKernelSetAttribute) X(cuFuncGetParamInfo)                           \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernelEx) X(cuMemAlloc) X(cuMemFree)  \
-  X(cuMemcpyHtoD) X(cuMemcpyDtoH)
+  X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuStreamGetCtx) X(cuCtxGetDevice) X(cuPointerGetAttribute)
 
 // Entry points only the benchmark and the GPU tests call: resolved when the driver has them,
 // never required (a null pointer where it lacks one).

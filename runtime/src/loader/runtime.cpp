@@ -39,6 +39,19 @@ std::string normalise_uuid(std::string s) {
   return out;
 }
 
+// cuInit, then how many devices the driver sees (at least one, or Errc::no_device).
+Result<int> visible_devices(const DriverApi& d) {
+  const std::string who = fmt::format("CUDA driver ({})", d.origin);
+  if (const CUresult r = d.cuInit(0); r != CUDA_SUCCESS) {
+    if (r == CUDA_ERROR_NO_DEVICE) return fail(Errc::no_device, fmt::format("{}: no CUDA device is present ({})", who, d.describe("cuInit", r)), r);
+    return std::unexpected(d.check(r, "cuInit", who).error());
+  }
+  int count = 0;
+  CUBINRT_TRY(d.check(d.cuDeviceGetCount(&count), "cuDeviceGetCount", who));
+  if (count == 0) return fail(Errc::no_device, fmt::format("{}: no CUDA device is present", who));
+  return count;
+}
+
 }  // namespace
 
 std::string DeviceInfo::str() const { return fmt::format("device {} '{}' ({})", ordinal, name, arch.str()); }
@@ -103,10 +116,7 @@ struct Runtime::Impl {
 Status Runtime::Impl::open_device(const RuntimeOptions& o) {
   const DriverApi& d = *driver;
   const std::string who = fmt::format("CUDA driver ({})", d.origin);
-  if (const CUresult r = d.cuInit(0); r != CUDA_SUCCESS) {
-    if (r == CUDA_ERROR_NO_DEVICE) return fail(Errc::no_device, fmt::format("{}: no CUDA device is present ({})", who, d.describe("cuInit", r)), r);
-    return d.check(r, "cuInit", who);
-  }
+  const int count = CUBINRT_TRY(visible_devices(d));
   CUBINRT_TRY(d.check(d.cuDriverGetVersion(&device.driver_version), "cuDriverGetVersion", who));
   const int needed = bundle->manifest().min_driver_version;
   if (device.driver_version < needed)
@@ -114,10 +124,6 @@ Status Runtime::Impl::open_device(const RuntimeOptions& o) {
                                                   "install an NVIDIA driver for CUDA {} or newer",
                                                   cuda_version_text(device.driver_version), device.driver_version, bundle->name(),
                                                   cuda_version_text(needed), needed, cuda_version_text(needed)));
-  int count = 0;
-  CUBINRT_TRY(d.check(d.cuDeviceGetCount(&count), "cuDeviceGetCount", who));
-  if (count == 0) return fail(Errc::no_device, fmt::format("{}: no CUDA device is present", who));
-
   std::vector<int> ordinals;
   if (!o.device_uuid.empty()) {
     for (int i = 0; i < count; ++i) ordinals.push_back(i);
@@ -267,9 +273,29 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions o) {
   return rt;
 }
 
+Result<std::vector<std::unique_ptr<Runtime>>> Runtime::create_all(RuntimeOptions o) {
+  if (o.device_ordinal != 0 || !o.device_uuid.empty())
+    return fail(Errc::invalid_argument, "Runtime::create_all makes a runtime for every device: leave device_ordinal and device_uuid unset");
+  if (!o.bundle) {
+    if (o.bundle_path) o.bundle = std::make_shared<const Bundle>(CUBINRT_TRY(Bundle::open(*o.bundle_path)));
+    else o.bundle = std::make_shared<const Bundle>(CUBINRT_TRY(Bundle::embedded()));
+  }
+  if (!o.driver) o.driver = CUBINRT_TRY(open_driver());
+  const DriverApi& d = *o.driver;
+  CUBINRT_TRY(d.validate());
+  const int count = CUBINRT_TRY(visible_devices(d));
+  std::vector<std::unique_ptr<Runtime>> out;
+  for (int i = 0; i < count; ++i) {
+    o.device_ordinal = i;
+    out.push_back(CUBINRT_TRY(create(o)));
+  }
+  return out;
+}
+
 const DeviceInfo& Runtime::device() const { return impl_->device; }
 const Bundle& Runtime::bundle() const { return *impl_->bundle; }
 const DriverApi& Runtime::driver() const { return *impl_->driver; }
+CUcontext Runtime::context() const { return impl_->context; }
 
 Support Runtime::supports(const KernelKey& key) const {
   if (auto ok = check_key(key); !ok) return {false, ok.error().message};

@@ -8,6 +8,7 @@
 #include "common/try.hpp"
 #include "cubinrt/paged_decode.hpp"
 #include "driver/driver.hpp"
+#include "driver/launch_target.hpp"
 #include "families/paged_decode/family_parts.hpp"
 #include "families/paged_decode/paged_decode_abi.h"
 #include "families/paged_decode/planner.hpp"
@@ -181,6 +182,10 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
   if (num_splits_ > 1 && merge_ == SplitMerge::workspace && (a.workspace == nullptr || a.workspace_bytes < workspace_bytes_ || !aligned(a.workspace, 16)))
     return bad(fmt::format("this plan splits the KV range {} ways and needs a 16-byte aligned workspace of {} bytes ({} given)", num_splits_,
                            workspace_bytes_, a.workspace ? a.workspace_bytes : 0));
+  // The stream and every tensor on this plan's device (driver questions, no formatting unless wrong).
+  const LaunchTensor tensors[] = {{a.q, "q"},          {a.kv.k, "kv.k"}, {a.kv.v, "kv.v"}, {a.block_table, "block_table"}, {a.seq_lens, "seq_lens"},
+                                  {a.out, "out"},      {a.lse, "lse"},   {num_splits_ > 1 && merge_ == SplitMerge::workspace ? a.workspace : nullptr, "workspace"}};
+  CUBINRT_TRY(check_launch_target(*runtime_, stream, tensors, "paged decode launch"));
 
   const int64_t D = s.head_dim;
   CubinrtPagedDecodeParamsV5 p{};
