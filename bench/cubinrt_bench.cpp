@@ -7,6 +7,7 @@
 // Prints a table; with CUBINRT_BENCH_MD=<file> also appends Markdown rows. Never a test.
 #include <algorithm>
 #include <array>
+#include <barrier>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include <string_view>
 #include <span>
 #include <type_traits>
+#include <thread>
 #include <vector>
 
 #include <dlfcn.h>
@@ -237,77 +239,94 @@ struct Shape {
   SplitMerge merge = SplitMerge::choose;
 };
 
-// One decode shape: its row of the main table, or with `graph` its row of the graph-replay table
-// (per launch under replay, against a bare launch replayed the same way: `bare_replay_us`).
-void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, const Shape& s, Dtype kv, const GraphApi* graph = nullptr,
-                  double bare_replay_us = 0) {
+// One decode shape on the current device: its KV filled (random, in range for its dtype), pages
+// shuffled, every sequence at full length, and its plan; freed with it.
+struct DecodeSetup {
+  DecodePlan plan;
+  DecodeArgs args;
+  std::vector<CUdeviceptr> owned;
+  double kv_bytes = 0;  // K and V bytes a launch reads
+  DecodeSetup(DecodePlan p, std::vector<CUdeviceptr> o) : plan(std::move(p)), owned(std::move(o)) {}
+  DecodeSetup(const DecodeSetup&) = delete;
+  ~DecodeSetup() {
+    for (CUdeviceptr p : owned) g_d->cuMemFree(p);
+  }
+  void launch(CUstream stream = nullptr) const {
+    if (auto ok = plan.launch(args, stream); !ok) {
+      fmt::print(stderr, "{}\n", ok.error().message);
+      std::exit(1);
+    }
+  }
+};
+
+std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k, const Shape& s, Dtype kv) {
   const bool fp8 = dtype_bits(kv) == 8;
   const uint32_t pages_per_seq = (s.len + s.page - 1) / s.page;
   const int64_t num_pages = int64_t{s.batch} * pages_per_seq;
   const uint64_t kv_elems = uint64_t(num_pages) * s.page * s.hk * s.d;
   const uint64_t kv_bytes_each = kv_elems * (fp8 ? 1 : 2);
   const uint64_t q_elems = uint64_t{s.batch} * s.hq * s.d;
-  CUdeviceptr q = 0, kc = 0, vc = 0, out = 0, table = 0, lens = 0, ws = 0;
-  check(g_d->cuMemAlloc(&q, q_elems * 2), "cuMemAlloc");
-  check(g_d->cuMemAlloc(&kc, kv_bytes_each), "cuMemAlloc");
-  check(g_d->cuMemAlloc(&vc, kv_bytes_each), "cuMemAlloc");
-  check(g_d->cuMemAlloc(&out, q_elems * 2), "cuMemAlloc");
+  std::vector<CUdeviceptr> owned;
+  auto alloc = [&](size_t bytes) {
+    CUdeviceptr p = 0;
+    check(g_d->cuMemAlloc(&p, bytes), "cuMemAlloc");
+    owned.push_back(p);
+    return p;
+  };
+  const CUdeviceptr q = alloc(q_elems * 2), kc = alloc(kv_bytes_each), vc = alloc(kv_bytes_each), out = alloc(q_elems * 2);
   fill(k, q, q_elems, 16, Dtype::bf16, 7);
   fill(k, kc, kv_elems, fp8 ? 8 : 16, kv, 8);
   fill(k, vc, kv_elems, fp8 ? 8 : 16, kv, 9);
-  // Shuffled pages, every sequence at full length.
   std::vector<int32_t> pages(static_cast<size_t>(num_pages));
   std::iota(pages.begin(), pages.end(), 0);
   std::shuffle(pages.begin(), pages.end(), std::mt19937(3));
   std::vector<int32_t> seq(s.batch, static_cast<int32_t>(s.len));
-  check(g_d->cuMemAlloc(&table, pages.size() * 4), "cuMemAlloc");
-  check(g_d->cuMemAlloc(&lens, seq.size() * 4), "cuMemAlloc");
+  const CUdeviceptr table = alloc(pages.size() * 4), lens = alloc(seq.size() * 4);
   check(g_d->cuMemcpyHtoD(table, pages.data(), pages.size() * 4), "cuMemcpyHtoD");
   check(g_d->cuMemcpyHtoD(lens, seq.data(), seq.size() * 4), "cuMemcpyHtoD");
 
   DecodeShape shape{.batch = s.batch, .num_q_heads = s.hq, .num_kv_heads = s.hk, .head_dim = s.d, .q_dtype = Dtype::bf16,
                     .kv_storage = fp8 ? Dtype::uint8 : kv, .kv_declared = fp8 ? std::optional<Dtype>(kv) : std::nullopt,
                     .page_size = s.page, .layout = s.layout, .block_table_stride = pages_per_seq, .num_splits = static_cast<int>(s.splits), .merge = s.merge};
-  const DecodePlan plan = value_or_die(DecodePlan::create(rt, shape), "plan");
-  if (plan.workspace_bytes()) {
-    check(g_d->cuMemAlloc(&ws, plan.workspace_bytes()), "cuMemAlloc");
-    check(g_d->cuMemsetD8(ws, 0, plan.workspace_bytes()), "cuMemsetD8");
+  auto setup = std::make_unique<DecodeSetup>(value_or_die(DecodePlan::create(rt, shape), "plan"), std::move(owned));
+  CUdeviceptr ws = 0;
+  if (setup->plan.workspace_bytes()) {
+    check(g_d->cuMemAlloc(&ws, setup->plan.workspace_bytes()), "cuMemAlloc");
+    setup->owned.push_back(ws);
+    check(g_d->cuMemsetD8(ws, 0, setup->plan.workspace_bytes()), "cuMemsetD8");
   }
-  DecodeArgs a;
+  DecodeArgs& a = setup->args;
   a.q = reinterpret_cast<void*>(q);
   a.kv = {reinterpret_cast<void*>(kc), reinterpret_cast<void*>(vc), shape.kv_storage, shape.kv_declared, 0.5f, 0.5f, nullptr, s.layout, s.page, s.hk, num_pages};
   a.block_table = reinterpret_cast<const int32_t*>(table);
   a.seq_lens = reinterpret_cast<const int32_t*>(lens);
   a.out = reinterpret_cast<void*>(out);
   a.workspace = reinterpret_cast<void*>(ws);
-  a.workspace_bytes = plan.workspace_bytes();
-  auto launch = [&] {
-    if (auto ok = plan.launch(a, nullptr); !ok) {
-      fmt::print(stderr, "{}\n", ok.error().message);
-      std::exit(1);
-    }
-  };
+  a.workspace_bytes = setup->plan.workspace_bytes();
+  setup->kv_bytes = 2.0 * double(uint64_t{s.batch} * s.len * s.hk * s.d) * (fp8 ? 1 : 2);
+  return setup;
+}
+
+// One decode shape: its row of the main table, or with `graph` its row of the graph-replay table
+// (per launch under replay, against a bare launch replayed the same way: `bare_replay_us`).
+void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, const Shape& s, Dtype kv, const GraphApi* graph = nullptr,
+                  double bare_replay_us = 0) {
+  const auto setup = make_setup(rt, k, s, kv);
+  const DecodePlan& plan = setup->plan;
+  auto launch = [&] { setup->launch(); };
   Events ev;
   for (int i = 0; i < 3; ++i) launch();
   check(g_d->cuCtxSynchronize(), "cuCtxSynchronize");
   if (graph != nullptr) {
-    const double us = replay_us(*graph, ev, [&](CUstream stream) {
-      if (auto ok = plan.launch(a, stream); !ok) {
-        fmt::print(stderr, "{}\n", ok.error().message);
-        std::exit(1);
-      }
-    });
+    const double us = replay_us(*graph, ev, [&](CUstream stream) { setup->launch(stream); });
     md(fmt::format("| {} | {} | {}{} | {:.2f} | {:.2f} | {:.2f} |", s.name, dtype_name(kv), plan.num_splits(),
                    plan.merge() == SplitMerge::cluster ? " cluster" : "", us, bare_replay_us, us / bare_replay_us));
-    for (CUdeviceptr p : {q, kc, vc, out, table, lens, ws})
-      if (p) g_d->cuMemFree(p);
     return;
   }
   std::vector<double> ms;
   for (int i = 0; i < 25; ++i) ms.push_back(ev.time(launch));
   const double t = median(ms);
-  const double bytes = 2.0 * double(uint64_t{s.batch} * s.len * s.hk * s.d) * (fp8 ? 1 : 2);  // K and V actually read
-  const double tbps = bytes / (t * 1e-3) / 1e12;
+  const double tbps = setup->kv_bytes / (t * 1e-3) / 1e12;
   // Back-to-back launches, as the bare-launch ceiling was measured.
   constexpr int kLoop = 1000;
   const double per_launch_us = ev.time([&] { for (int i = 0; i < kLoop; ++i) launch(); }) * 1e3 / kLoop;
@@ -315,8 +334,63 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
   md(fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", s.name, dtype_name(kv), splits,
                  plan.kernel().entry->id, t * 1e3, t * 1e3 / c.single_us, tbps, tbps / c.copy_tbps, tbps / c.read_tbps, per_launch_us,
                  per_launch_us / c.launch_us));
-  for (CUdeviceptr p : {q, kc, vc, out, table, lens, ws})
-    if (p) g_d->cuMemFree(p);
+}
+
+// Milliseconds a launch of `setup` takes on the current device, in the window the every-GPU mode
+// compares: 10 timings of 20 back-to-back launches, the median.
+double windowed_ms(const DecodeSetup& setup) {
+  Events ev;
+  std::vector<double> ms;
+  for (int i = 0; i < 10; ++i) ms.push_back(ev.time([&] { for (int j = 0; j < 20; ++j) setup.launch(); }) / 20);
+  return median(ms);
+}
+
+// Every GPU of the host: the big-batch shape timed on each device alone, then on all of them at
+// once (one host thread a device, started together), as KV TB/s and the ratio of the two.
+void bench_devices(const std::shared_ptr<const DriverApi>& drv, const std::optional<std::filesystem::path>& bundle_path, const std::string& kernels) {
+  auto rts = value_or_die(Runtime::create_all({.bundle_path = bundle_path, .lazy = true, .driver = drv}), "runtimes");
+  const size_t n = rts.size();
+  std::vector<BenchKernels> ks;
+  std::vector<Ceilings> cs;
+  for (const auto& rt : rts) {
+    if (!rt->bind_context()) std::exit(1);
+    md(fmt::format("device: {}, driver CUDA {}", rt->device().str(), cuda_version_text(rt->device().driver_version)));
+    ks.push_back(load_bench_kernels(kernels));
+    cs.push_back(measure_ceilings(ks.back(), rt->device().multiprocessors));
+  }
+  md(fmt::format("\n| shape ({} device(s)) | kv | device | copy ceiling alone (TB/s) | KV TB/s alone | / copy | KV TB/s, all devices at once | "
+                 "/ alone |\n|---|---|---|---|---|---|---|---|",
+                 n));
+  const Shape s{"B64 L8192 32q/8kv D128 p16", 64, 8192, 32, 8, 128, 16};
+  for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3}) {
+    std::vector<std::unique_ptr<DecodeSetup>> setups;
+    std::vector<double> alone(n), together(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (!rts[i]->bind_context()) std::exit(1);
+      setups.push_back(make_setup(*rts[i], ks[i], s, kv));
+      for (int w = 0; w < 3; ++w) setups[i]->launch();
+      check(g_d->cuCtxSynchronize(), "cuCtxSynchronize");
+      alone[i] = windowed_ms(*setups[i]);
+    }
+    std::barrier start(static_cast<std::ptrdiff_t>(n));
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < n; ++i)
+      threads.emplace_back([&, i] {
+        if (!rts[i]->bind_context()) std::exit(1);
+        start.arrive_and_wait();
+        together[i] = windowed_ms(*setups[i]);
+      });
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < n; ++i) {
+      const double a = setups[i]->kv_bytes / (alone[i] * 1e-3) / 1e12, b = setups[i]->kv_bytes / (together[i] * 1e-3) / 1e12;
+      md(fmt::format("| {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.3f} |", s.name, dtype_name(kv), i, cs[i].copy_tbps, a,
+                     a / cs[i].copy_tbps, b, b / a));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!rts[i]->bind_context()) std::exit(1);
+      setups[i].reset();
+    }
+  }
 }
 
 void bench_init(const std::shared_ptr<const DriverApi>& drv) {
@@ -393,7 +467,7 @@ void bench_selfcheck(const std::shared_ptr<const DriverApi>& drv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, sweep = false, grid = false, replay = false;
+  bool quick = false, sweep = false, grid = false, replay = false, devices = false;
   std::optional<std::filesystem::path> bundle_path;
   std::string only;
   CLI::App app{"cubinrt_bench: paged decode against ceilings measured in the same run (docs/benchmarks.md)"};
@@ -406,13 +480,20 @@ int main(int argc, char** argv) {
                                "bf16 and FP8, as KV TB/s over the copy ceiling (the regression table of docs/benchmarks.md)");
   app.add_flag("--replay", replay, "instead of the issue's shapes: small batches under CUDA-graph replay (100 launches captured), "
                                    "per launch, against a bare launch replayed the same way");
+  app.add_flag("--devices", devices, "instead of the issue's shapes: B64 L8192 32q/8kv D128 on every GPU alone, then on all at once "
+                                     "(one thread a device), as KV TB/s and their ratio");
   CLI11_PARSE(app, argc, argv);
   auto drv = value_or_die(open_driver(), "driver");
   g_d = drv.get();
-  auto rt = value_or_die(Runtime::create({.bundle_path = bundle_path, .lazy = true, .driver = drv}), "runtime");
-  if (!rt->bind_context()) return 1;
   std::string dir = argv[0];
   dir = dir.substr(0, dir.find_last_of('/') + 1);
+  if (devices) {
+    bench_devices(drv, bundle_path, dir + "bench_kernels.fatbin");
+    if (const char* path = std::getenv("CUBINRT_BENCH_MD")) std::ofstream(path) << g_md;
+    return 0;
+  }
+  auto rt = value_or_die(Runtime::create({.bundle_path = bundle_path, .lazy = true, .driver = drv}), "runtime");
+  if (!rt->bind_context()) return 1;
   const BenchKernels k = load_bench_kernels(dir + "bench_kernels.fatbin");
   md(fmt::format("device: {}, driver CUDA {}, bundle {}", rt->device().str(), cuda_version_text(rt->device().driver_version),
                  rt->bundle().name()));

@@ -10,6 +10,7 @@ export CUBINRT_TEST_COPY_BUNDLE=$PWD/$D/test_copy.bundle
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+  nvidia-smi topo -m
   uname -r
 } 2>&1 | tee "$OUT/machine.txt"
 rc=0
@@ -17,6 +18,11 @@ for step in "$@"; do
   case "$step" in
     tests)
       CUBINRT_REPORT=$OUT/accuracy.md ./$D/cubinrt_gpu_tests 2>&1 | tee "$OUT/gpu_tests.log"; rc=$((rc | PIPESTATUS[0])) ;;
+    multigpu)  # every GPU of the host from one process: 32 threads at first use (lazy and eager), the
+      # cross-device refusals, the self-check on each device; then the big-batch decode on each
+      # GPU alone and on all at once
+      ./$D/cubinrt_multi_gpu_tests 2>&1 | tee "$OUT/multi_gpu_tests.log"; rc=$((rc | PIPESTATUS[0]))
+      CUBINRT_BENCH_MD=$OUT/devices.md ./$D/cubinrt_bench --devices 2>&1 | tee "$OUT/devices.log"; rc=$((rc | PIPESTATUS[0])) ;;
     selfcheck)
       ./$D/cubin-manifest selfcheck 2>&1 | tee "$OUT/selfcheck.log"; rc=$((rc | PIPESTATUS[0]))
       ./$D/cubin-manifest selfcheck --quick 2>&1 | tee -a "$OUT/selfcheck.log"; rc=$((rc | PIPESTATUS[0])) ;;
