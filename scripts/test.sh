@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, build, run every test (GPU tests report
-# themselves skipped where there is no GPU), then the ASan+UBSan build of the suite and a short
-# fuzz run of every parser. CUBINRT_QUICK=1 stops after the first ctest.
+# themselves skipped where there is no GPU), then the ASan+UBSan build of the suite, the
+# ThreadSanitizer build of the CPU tests and a short fuzz run of every parser. CUBINRT_QUICK=1 stops after the first ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
@@ -36,6 +36,15 @@ cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -E install_and_consume
 echo "asan+ubsan: $(( $(date +%s) - t1 )) s"
+
+t3=$(date +%s)
+# ThreadSanitizer over the CPU tests: concurrent first use, 32 threads planning and launching on
+# two emulated devices, lazy loading, all against the driver double (same cubins, packed again).
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCUBINRT_TSAN=ON -DCUBINRT_BUILD_BENCHMARKS=OFF \
+  -DCUBINRT_REUSE_CUBINS_FROM="$PWD/build" >/dev/null
+cmake --build build-tsan -j "$jobs" --target cubinrt_cpu_tests
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/cubinrt_cpu_tests --gtest_brief=1
+echo "tsan: $(( $(date +%s) - t3 )) s"
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} ./scripts/fuzz.sh
 echo "test.sh: all passed in $(( $(date +%s) - t0 )) s"
