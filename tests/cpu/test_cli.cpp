@@ -3,8 +3,10 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -132,7 +134,16 @@ TEST(Cli, BadInputIsAClearErrorNotACrash) {
   std::ofstream(junk) << "this is not a cubin";
   const CliRun r = cli("show " + junk);
   EXPECT_EQ(r.code, 1);
-  EXPECT_EQ(r.out.rfind("cubin-manifest: " + junk + ": not a valid cubin (rule elf-header", 0), 0u) << r.out;
+  EXPECT_EQ(r.out, "cubin-manifest: " + junk + ": not a cubin, a fatbin or an ELF object (it starts with 74 68 69 73)\n");
+  // A cubin cut short: one cause, once.
+  auto probe = *read_file(std::string(CUBINRT_TEST_BINARY_DIR) + "/probe/probe.sm_90.cubin");
+  probe.resize(probe.size() / 2);
+  const std::string cut = tmp("cut.cubin");
+  ASSERT_TRUE(write_file(cut, probe));
+  const CliRun c = cli("show " + cut);
+  EXPECT_EQ(c.code, 1);
+  EXPECT_EQ(c.out.rfind("cubin-manifest: " + cut + ": rule inside-file: ", 0), 0u) << c.out;
+  EXPECT_EQ(std::count(c.out.begin(), c.out.end(), '\n'), 1) << c.out;
   const CliRun missing = cli("verify /nonexistent/x.bundle");
   EXPECT_EQ(missing.code, 1);
   EXPECT_EQ(missing.out, "cubin-manifest: /nonexistent/x.bundle: cannot open: No such file or directory\n");
@@ -175,6 +186,48 @@ TEST(Cli, HostileInputsAreRefusedNotCrashedOn) {
   EXPECT_EQ(j.code, 0) << j.out;
   const auto doc = nlohmann::json::parse(j.out);
   EXPECT_NE(doc.dump().find("\xEF\xBF\xBDuda compilation tools"), std::string::npos) << j.out;  // U+FFFD, then the rest
+}
+
+// What real libraries ship: C++ kernels demangled, local ones marked, >4 KiB parameter blocks
+// listed; relocatable code and LTO IR named with why they are not validated; exit 0.
+TEST(Cli, ShowsEveryKernelAndEveryEntryKind) {
+  const std::string dir = std::string(CUBINRT_TEST_BINARY_DIR) + "/probe/";
+  const CliRun k = cli("show " + dir + "kinds.sm_90.cubin");
+  EXPECT_EQ(k.code, 0) << k.out;
+  EXPECT_NE(k.out.find("kernel _Z13static_kernelPi (local)\n  static_kernel(int*)\n"), std::string::npos) << k.out;
+  EXPECT_NE(k.out.find("  (anonymous namespace)::anonymous_kernel(int*)\n"), std::string::npos) << k.out;
+  EXPECT_NE(k.out.find("  void template_kernel<3>(int*)\n"), std::string::npos) << k.out;  // a template's mangling keeps its return type
+  EXPECT_NE(k.out.find("  6 parameters, 8048 bytes at constant bank offset"), std::string::npos) << k.out;
+  const auto doc = nlohmann::json::parse(cli("--json show " + dir + "kinds.sm_100a.cubin").out);
+  for (const auto& kernel : doc["cubin"]["kernels"])
+    if (kernel["name"] == "_Z13static_kernelPi") EXPECT_EQ(kernel["binding"], "local");
+  const CliRun rdc = cli("show " + dir + "kinds.rdc.o");
+  EXPECT_EQ(rdc.code, 0) << rdc.out;
+  EXPECT_NE(rdc.out.find("relocatable entry sm_90 at offset 0"), std::string::npos) << rdc.out;
+  EXPECT_NE(rdc.out.find("nvlink or the driver's linker must resolve it before it loads"), std::string::npos) << rdc.out;
+  const auto lto = nlohmann::json::parse(cli("--json show " + dir + "kinds.lto.fatbin").out);
+  EXPECT_EQ(lto["fatbin_entries"][0]["kind"], "lto-ir");
+  EXPECT_EQ(lto["unreadable_entries"], 0);
+}
+
+// One unreadable entry: the others are listed, the entry says why, the summary says how many,
+// and the exit code is 1.
+TEST(Cli, AnUnreadableEntryIsReportedWhileTheOthersAreListed) {
+  auto fatbin = *read_file(std::string(CUBINRT_TEST_BINARY_DIR) + "/probe/probe.none.fatbin");
+  // The first entry's payload starts 16 + 64 bytes in (its header is 64 bytes or more): break its
+  // ELF magic, so its cubin cannot be read.
+  uint32_t header = 0;
+  std::memcpy(&header, fatbin.data() + 16 + 4, 4);
+  fatbin[16 + header] = std::byte{0};
+  const std::string bad = tmp("one_bad_entry.fatbin");
+  ASSERT_TRUE(write_file(bad, fatbin));
+  const CliRun r = cli("show " + bad);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("could not be read: rule elf-magic"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernel probe_params"), std::string::npos) << r.out;  // the other cubin entry
+  EXPECT_NE(r.out.find(": 1 of "), std::string::npos) << r.out;
+  const auto doc = nlohmann::json::parse(cli("--json show " + bad).out);
+  EXPECT_EQ(doc["unreadable_entries"], 1);
 }
 
 TEST(Cli, DiffOfTwoBundles) {

@@ -3,6 +3,7 @@
 // layouts, launch bounds, clusters and the arch variant, field by field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -115,6 +116,34 @@ TEST(CubinReader, VariantMarks) {
   EXPECT_EQ(read_probe("sm_100a").e_flags, 0x06006402u);
   EXPECT_EQ(read_probe("sm_103a").e_flags, 0x06006702u);
   EXPECT_EQ(read_probe("sm_120").e_flags, 0x06007802u);
+}
+
+// Every kernel of tests/cubins/kinds.cu is listed, whatever its binding, and a parameter block
+// past 4 KiB is read from its KPARAM_INFO_V2 records, on both archs built.
+TEST(CubinReader, EveryKernelKindAndLargeParameterBlocks) {
+  for (const char* arch : {"sm_90", "sm_100a"}) {
+    SCOPED_TRACE(arch);
+    auto bytes = read_file(std::string(CUBINRT_TEST_BINARY_DIR) + "/probe/kinds." + arch + ".cubin");
+    CUBINRT_ASSERT_OK(bytes);
+    auto info = read_cubin(*bytes);
+    CUBINRT_ASSERT_OK(info);
+    std::map<std::string, KernelInfo::Binding> bindings;
+    for (const KernelInfo& k : info->kernels) bindings[k.name] = k.binding;
+    ASSERT_EQ(bindings.size(), 4u);
+    using B = KernelInfo::Binding;
+    EXPECT_EQ(bindings.at("_Z12large_paramsc3Bigd4Vec4sPf"), B::global);
+    EXPECT_EQ(bindings.at("_Z13static_kernelPi"), B::local);
+    EXPECT_NE(bindings.find("_Z15template_kernelILi3EEvPi"), bindings.end());
+    // The anonymous namespace's mangled name carries a per-file hash: found by its tail.
+    const auto anon = std::ranges::find_if(info->kernels, [](const KernelInfo& k) { return k.name.ends_with("16anonymous_kernelEPi"); });
+    ASSERT_NE(anon, info->kernels.end());
+    EXPECT_EQ(anon->binding, B::local);
+    const KernelInfo* big = info->kernel("_Z12large_paramsc3Bigd4Vec4sPf");
+    // char at 0, Big at 4, double at 8008, Vec4 (16-aligned) at 8016, short at 8032, pointer at 8040.
+    EXPECT_EQ(big->params, (std::vector<ParamInfo>{{0, 0, 1}, {1, 4, 8000}, {2, 8008, 8}, {3, 8016, 16}, {4, 8032, 2}, {5, 8040, 8}}));
+    EXPECT_EQ(big->param_bytes, 8048u);
+    EXPECT_TRUE(info->warnings.empty());
+  }
 }
 
 // ELF ABI v7 (CUDA <= 12.x): the SM, the virtual SM and the 'a' mark live in e_flags. nvcc 13

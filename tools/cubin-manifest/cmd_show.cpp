@@ -1,10 +1,15 @@
 // show ENTRY | FILE.cubin | FILE.fatbin | OBJECT: everything the reader knows.
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <filesystem>
+#include <memory>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "cli.hpp"
+#include "common/byte_view.hpp"
 #include "common/version.hpp"
 #include "cubin/cubin.hpp"
 #include "fatbin/fatbin.hpp"
@@ -13,12 +18,27 @@ namespace cli {
 
 namespace {
 
+// A C++ kernel's name as its source spells it ("" for C names and anything that does not demangle).
+std::string demangle(const std::string& name) {
+  if (!name.starts_with("_Z")) return "";
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> out(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
+  return status == 0 && out ? std::string(out.get()) : std::string();
+}
+
+const char* binding_name(cubinrt::KernelInfo::Binding b) {
+  using B = cubinrt::KernelInfo::Binding;
+  return b == B::local ? "local" : b == B::weak ? "weak" : "global";
+}
+
 nlohmann::ordered_json cubin_json(const cubinrt::CubinInfo& c) {
   nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
   for (const auto& k : c.kernels) {
     nlohmann::ordered_json params = nlohmann::ordered_json::array();
     for (const auto& p : k.params) params.push_back({{"ordinal", p.ordinal}, {"offset", p.offset}, {"size", p.size}});
-    kernels.push_back({{"name", k.name}, {"registers", k.registers}, {"max_reg_count", k.max_reg_count},
+    const std::string demangled = demangle(k.name);
+    kernels.push_back({{"name", k.name}, {"demangled", demangled.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(demangled)},
+                       {"binding", binding_name(k.binding)}, {"registers", k.registers}, {"max_reg_count", k.max_reg_count},
                        {"static_shared", k.static_shared}, {"dynamic_shared", k.dynamic_shared}, {"local_bytes", k.local_bytes}, {"max_threads", k.max_threads},
                        {"max_ntid", k.max_ntid}, {"req_ntid", k.req_ntid}, {"cluster", k.cluster},
                        {"explicit_cluster", k.explicit_cluster}, {"num_barriers", k.num_barriers}, {"code_size", k.code_size},
@@ -43,7 +63,9 @@ void print_cubin(const cubinrt::CubinInfo& c) {
   if (!c.tool_name.empty()) fmt::print("built by {}: {}; options '{}'\n", c.tool_name, c.tool_version, c.tool_options);
   for (const std::string& w : c.warnings) fmt::print("warning: {}\n", w);
   for (const auto& k : c.kernels) {
-    fmt::print("\nkernel {}\n", bold(k.name));
+    const std::string demangled = demangle(k.name);
+    fmt::print("\nkernel {}{}\n", bold(k.name), k.binding == cubinrt::KernelInfo::Binding::global ? "" : fmt::format(" ({})", binding_name(k.binding)));
+    if (!demangled.empty()) fmt::print("  {}\n", demangled);
     fmt::print("  registers {} (max {}), static shared {} B, dynamic shared {} B, local {} B/thread, max threads {}, barriers {}, code {} B\n",
                k.registers, k.max_reg_count, k.static_shared, k.dynamic_shared, k.local_bytes, k.max_threads, k.num_barriers, k.code_size);
     if (k.req_ntid[0]) fmt::print("  required block {}\n", fmt::join(k.req_ntid, "x"));
@@ -53,6 +75,48 @@ void print_cubin(const cubinrt::CubinInfo& c) {
     for (const auto& p : k.params) rows.push_back({"  " + std::to_string(p.ordinal), std::to_string(p.offset), std::to_string(p.size)});
     if (!rows.empty()) fmt::print("{}", table({"  ordinal", "offset", "size"}, rows));
   }
+}
+
+enum class FileKind { cubin, fatbin, object, other };
+
+// By the first bytes: a CUDA ELF is a cubin, the fatbin magic a fatbin, any other ELF a host
+// object that may carry one. Each then gets its own reader, so a refusal has one cause.
+FileKind file_kind(std::span<const std::byte> bytes) {
+  const cubinrt::detail::ByteView v(bytes, cubinrt::Errc::corrupt_cubin);
+  if (cubinrt::looks_like_fatbin(bytes)) return FileKind::fatbin;
+  if (v.read<uint32_t>(0, "magic").value_or(0) != 0x464c457f) return FileKind::other;
+  return v.read<uint16_t>(18, "e_machine").value_or(0) == 190 ? FileKind::cubin : FileKind::object;
+}
+
+// Each entry as it is read (one decompressed entry in memory at a time); the exit code says
+// whether every entry could be read.
+void show_container(const Global& g, const std::string& path, std::span<const std::byte> bytes) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  std::vector<std::string> failed;
+  auto listed = cubinrt::for_each_fatbin_entry(bytes, [&](cubinrt::FatbinEntry& e) {
+    nlohmann::ordered_json ej = {{"offset", e.offset}, {"kind", e.kind_name()}, {"arch", e.arch.str()}, {"compression", e.compression},
+                                 {"stored_size", e.stored_size}, {"size", e.size}, {"flags", fmt::format("{:#x}", e.flags)}};
+    if (!g.json) fmt::print("{} entry {} at offset {} ({}, {} stored, {} bytes)\n", bold(e.kind_name()), e.arch.str(), e.offset, e.compression,
+                            e.stored_size, e.size);
+    if (!e.error.empty()) {
+      failed.push_back(fmt::format("entry at offset {} ({} {}): {}", e.offset, e.kind_name(), e.arch.str(), e.error));
+      ej["error"] = e.error;
+      if (!g.json) fmt::print("  {}: {}\n\n", red("could not be read"), e.error);
+    } else if (e.cubin) {
+      ej["cubin"] = cubin_json(*e.cubin);
+      if (!g.json) print_cubin(*e.cubin), fmt::print("\n");
+    } else {
+      ej["note"] = e.explanation();
+      if (!g.json) fmt::print("  {}\n\n", e.explanation());
+    }
+    j.push_back(std::move(ej));
+  });
+  if (!listed) return void(exit_code = report_error(g, std::move(listed).error().context(path)));
+  if (g.json) print_json({{"file", path}, {"fatbin_entries", j}, {"unreadable_entries", failed.size()}});
+  if (failed.empty()) return;
+  exit_code = kFailed;
+  if (!g.json)
+    fmt::print(stderr, "cubin-manifest: {}: {} of {} entries could not be read: {}\n", path, failed.size(), *listed, fmt::join(failed, "; "));
 }
 
 }  // namespace
@@ -67,28 +131,20 @@ void add_show(CLI::App& app, Global& g) {
     if (std::filesystem::exists(*what, ec)) {
       auto bytes = cubinrt::read_file(*what);
       if (!bytes) return void(exit_code = report_error(g, bytes.error()));
-      if (cubinrt::looks_like_fatbin(*bytes) || !cubinrt::read_cubin(*bytes)) {
-        auto cubin = cubinrt::read_cubin(*bytes);
-        auto entries = cubinrt::read_fatbin(*bytes);
-        if (!entries) return void(exit_code = report_error(g, (cubin ? entries.error() : cubinrt::Error{entries.error().code,
-            fmt::format("{}: not a valid cubin ({}) nor a fatbin or object holding one ({})", *what, cubin.error().message, entries.error().message)})));
-        nlohmann::ordered_json j = nlohmann::ordered_json::array();
-        for (const auto& e : *entries) {
-          const char* kind = e.kind == cubinrt::FatbinEntry::Kind::elf ? "cubin" : e.kind == cubinrt::FatbinEntry::Kind::ptx ? "ptx" : "lto-ir";
-          nlohmann::ordered_json ej = {{"kind", kind}, {"arch", e.arch.str()}, {"compression", e.compression},
-                                       {"stored_size", e.stored_size}, {"size", e.data.size()}, {"flags", fmt::format("{:#x}", e.flags)}};
-          if (!g.json) fmt::print("{} entry {} ({}, {} stored, {} bytes)\n", bold(kind), e.arch.str(), e.compression, e.stored_size, e.data.size());
-          if (e.kind == cubinrt::FatbinEntry::Kind::elf) {
-            auto c = cubinrt::read_cubin(e.data);  // read_fatbin validated it
-            ej["cubin"] = cubin_json(*c);
-            if (!g.json) print_cubin(*c), fmt::print("\n");
-          }
-          j.push_back(ej);
+      switch (file_kind(*bytes)) {
+        case FileKind::fatbin:
+        case FileKind::object: return show_container(g, *what, *bytes);
+        case FileKind::other: {
+          std::string head;
+          for (size_t i = 0; i < std::min<size_t>(4, bytes->size()); ++i) head += fmt::format(" {:02x}", static_cast<unsigned>((*bytes)[i]));
+          return void(exit_code = report_error(g, {cubinrt::Errc::corrupt_cubin,
+                                                   fmt::format("{}: not a cubin, a fatbin or an ELF object (it starts with{})", *what,
+                                                               head.empty() ? " nothing: it is empty" : head)}));
         }
-        if (g.json) print_json({{"file", *what}, {"fatbin_entries", j}});
-        return;
+        case FileKind::cubin: break;
       }
       auto c = cubinrt::read_cubin(*bytes);
+      if (!c) return void(exit_code = report_error(g, std::move(c).error().context(*what)));
       if (g.json) return print_json({{"file", *what}, {"cubin", cubin_json(*c)}});
       fmt::print("{}: cubin, {} bytes, sha256 {}\n", *what, bytes->size(), cubinrt::sha256_hex(*bytes).value_or("(sha256 failed)"));
       return print_cubin(*c);

@@ -1,4 +1,5 @@
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -67,19 +68,27 @@ Result<VerifiedCubin> verify_entry(const Bundle& bundle, const ManifestEntry& e)
 }
 
 std::vector<VerifyFailure> verify_entries(const Bundle& bundle, std::span<const ManifestEntry* const> entries) {
-  std::vector<VerifyFailure> failures;
-  std::map<uint64_t, Result<VerifiedCubin>> cubins;  // by offset: one decompression a cubin
-  for (const ManifestEntry* e : entries) {
-    auto it = cubins.find(e->offset);
-    if (it == cubins.end()) it = cubins.emplace(e->offset, read_verified_cubin(bundle, *e)).first;
-    if (!it->second) {
-      // Its cubin failed: said for this entry (read again, so the message names it; only on failure).
-      auto again = read_verified_cubin(bundle, *e);
-      failures.push_back({e->id, again ? it->second.error().message : again.error().message});
-      continue;
+  // One cubin at a time (memory: the largest cubin, not the bundle's sum): the entries grouped by
+  // their cubin, whose bytes are decompressed and checked once for the group, then dropped.
+  std::map<uint64_t, std::vector<size_t>> by_cubin;
+  for (size_t i = 0; i < entries.size(); ++i) by_cubin[entries[i]->offset].push_back(i);
+  std::vector<std::optional<VerifyFailure>> by_entry(entries.size());
+  for (const auto& [offset, group] : by_cubin) {
+    const Result<VerifiedCubin> cubin = read_verified_cubin(bundle, *entries[group.front()]);
+    for (size_t i : group) {
+      const ManifestEntry& e = *entries[i];
+      if (!cubin) {
+        // Said for each entry of the cubin, named by that entry (read again, on failure only).
+        const auto again = i == group.front() ? Result<VerifiedCubin>(std::unexpected(cubin.error())) : read_verified_cubin(bundle, e);
+        by_entry[i] = VerifyFailure{e.id, again ? cubin.error().message : again.error().message};
+        continue;
+      }
+      if (auto k = verify_kernel(bundle, *cubin, e); !k) by_entry[i] = VerifyFailure{e.id, k.error().message};
     }
-    if (auto k = verify_kernel(bundle, *it->second, *e); !k) failures.push_back({e->id, k.error().message});
   }
+  std::vector<VerifyFailure> failures;
+  for (auto& f : by_entry)
+    if (f) failures.push_back(std::move(*f));
   return failures;
 }
 

@@ -28,7 +28,9 @@ struct ParamInfo {
 };
 
 struct KernelInfo {
-  std::string name;
+  enum class Binding : uint8_t { local = 0, global = 1, weak = 2 };
+  std::string name;                    // as in the ELF (mangled for C++ kernels)
+  Binding binding = Binding::global;   // local: static or anonymous-namespace kernels
   std::vector<ParamInfo> params;       // by ordinal
   uint32_t param_bytes = 0;            // CBANK_PARAM_SIZE
   uint32_t param_base = 0;             // offset of the parameters in constant bank 0

@@ -169,6 +169,8 @@ Result<KernelInfo> read_kernel(const ElfFile& elf, const GlobalAttrs& globals, c
                                const CubinInfo& info, std::vector<std::string>& warnings) {
   KernelInfo k;
   k.name = std::string(sym.name);
+  if (sym.binding() > 2) return fail(Errc::corrupt_cubin, fmt::format("rule kernel-binding: kernel '{}' has ELF binding {} (local, global or weak expected)", k.name, sym.binding()));
+  k.binding = static_cast<KernelInfo::Binding>(sym.binding());
   auto bad = [&](std::string_view rule, std::string msg) {
     return fail(Errc::corrupt_cubin, fmt::format("rule {}: kernel '{}': {}", rule, k.name, msg));
   };
@@ -195,6 +197,16 @@ Result<KernelInfo> read_kernel(const ElfFile& elf, const GlobalAttrs& globals, c
         const uint32_t packed = CUBINRT_TRY(r.payload.read<uint32_t>(8, "KPARAM packed"));
         k.params.push_back({CUBINRT_TRY(r.payload.read<uint16_t>(4, "KPARAM ordinal")),
                             CUBINRT_TRY(r.payload.read<uint16_t>(6, "KPARAM offset")), packed >> 18});
+        break;
+      }
+      case kKparamInfoV2: {
+        // The layout parameter blocks past 4 KiB take (CUDA 12.1+, up to 32 KiB): ordinal and
+        // offset as in KPARAM_INFO, the size in the low 24 bits of the third word (the high byte
+        // holds flags: 5 on pointers).
+        if (r.format != 4 || r.payload.size() != 12) return bad("kparam-record", fmt::format("KPARAM_INFO_V2 payload of {} bytes (12 expected)", r.payload.size()));
+        const uint32_t sized = CUBINRT_TRY(r.payload.read<uint32_t>(8, "KPARAM_V2 size"));
+        k.params.push_back({CUBINRT_TRY(r.payload.read<uint16_t>(4, "KPARAM_V2 ordinal")),
+                            CUBINRT_TRY(r.payload.read<uint16_t>(6, "KPARAM_V2 offset")), sized & 0xffffff});
         break;
       }
       case kCbankParamSize:

@@ -37,7 +37,10 @@ struct Symbol {
   uint8_t info, other;
   uint16_t shndx;
   uint64_t value, size;
-  bool is_entry() const { return (info & 0xf) == 2 /* FUNC */ && (info >> 4) == 1 /* GLOBAL */ && (other & kStoCudaEntry); }
+  // A kernel: a function marked as a CUDA entry, of any binding (anonymous-namespace and static
+  // kernels are LOCAL, template instances may be WEAK).
+  bool is_entry() const { return (info & 0xf) == 2 /* FUNC */ && (other & kStoCudaEntry); }
+  uint8_t binding() const { return info >> 4; }  // STB_LOCAL 0, STB_GLOBAL 1, STB_WEAK 2
 };
 
 // The parsed tables of one ELF file; every section's bytes were checked to lie inside the file.

@@ -14,7 +14,7 @@ enum NvInfoAttr : uint8_t {
   kMaxThreads = 0x05, kParamCbank = 0x0a, kReqNtid = 0x10, kFrameSize = 0x11, kMinStackSize = 0x12,
   kKparamInfo = 0x17, kCbankParamSize = 0x19, kMaxRegCount = 0x1b, kExitInstrOffsets = 0x1c,
   kMaxStackSize = 0x23, kRegCount = 0x2f, kCudaApiVersion = 0x37, kCtaPerCluster = 0x3d,
-  kExplicitCluster = 0x3e, kNumBarriers = 0x4c, kAttrLast = 0x60,  // codes from kAttrLast on are unknown here
+  kExplicitCluster = 0x3e, kKparamInfoV2 = 0x45, kNumBarriers = 0x4c, kAttrLast = 0x60,  // codes from kAttrLast on are unknown here
 };
 inline constexpr uint8_t kCompatAcceleratorTarget = 0x09;
 
