@@ -7,6 +7,7 @@ mkdir -p "$OUT"
 D=.device
 export CUBINRT_TEST_HD512_BUNDLE=$PWD/$D/hd512_sm90.bundle
 export CUBINRT_TEST_COPY_BUNDLE=$PWD/$D/test_copy.bundle
+export CUBINRT_TEST_PROBE_SM90=$PWD/$D/probe.sm_90.cubin
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv

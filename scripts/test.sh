@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, build, run every test (GPU tests report
 # themselves skipped where there is no GPU), then the ASan+UBSan build of the suite, the
-# ThreadSanitizer build of the CPU tests and a short fuzz run of every parser. CUBINRT_QUICK=1 stops after the first ctest.
+# real-toolchain corpus, the ThreadSanitizer build of the CPU tests and a short fuzz run of every
+# parser. CUBINRT_QUICK=1 stops after the first ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
@@ -36,6 +37,12 @@ cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -E install_and_consume
 echo "asan+ubsan: $(( $(date +%s) - t1 )) s"
+
+# The real-toolchain corpus (docs/corpus.md): every file read by both builds' cubin-manifest (the
+# second under ASan+UBSan), compared with cuobjdump; pinned NVIDIA wheels come from PyPI.
+t4=$(date +%s)
+./scripts/corpus.sh build build-asan | grep -E "^(corpus|Corpus|Against|Entries)|UNEXPLAINED"
+echo "corpus: $(( $(date +%s) - t4 )) s"
 
 t3=$(date +%s)
 # ThreadSanitizer over the CPU tests: concurrent first use, 32 threads planning and launching on

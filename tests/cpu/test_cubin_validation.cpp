@@ -221,6 +221,22 @@ TEST(CubinValidation, ExitOffsets) {
   poke<uint32_t>(b, record(b, ".nv.info.probe_params", detail::kExitInstrOffsets) + 4, 3);
   expect_rule(b, "exit-offsets", "exit instruction offset 3");
 }
+// An exit offset must be an instruction slot of the cubin's arch: 16 bytes from sm_70 on, 8 in
+// Maxwell and Pascal SASS (NVIDIA's libraries still ship sm_50 and sm_60 cubins).
+TEST(CubinValidation, ExitOffsetsAreInstructionSlotsOfTheArch) {
+  auto b = probe();
+  const uint64_t at = record(b, ".nv.info.probe_params", detail::kExitInstrOffsets) + 4;
+  uint32_t offset = 0;
+  std::memcpy(&offset, b.data() + at, 4);
+  poke<uint32_t>(b, at, offset + 8);
+  expect_rule(b, "exit-offsets", fmt::format("exit instruction offset {} is not a 16-byte slot", offset + 8));
+  uint32_t flags = 0;
+  std::memcpy(&flags, b.data() + 48, 4);
+  poke<uint32_t>(b, 48, (flags & ~0xff00u) | (60u << 8));  // ELF ABI v8: the SM in bits 8-15
+  auto pascal = read_cubin(b);
+  CUBINRT_ASSERT_OK(pascal);
+  EXPECT_EQ(pascal->arch.str(), "sm_60");
+}
 TEST(CubinValidation, MaxThreads) {
   auto b = probe();
   poke<uint32_t>(b, record(b, ".nv.info.probe_params", detail::kMaxThreads) + 4, 4096);

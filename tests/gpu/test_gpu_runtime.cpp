@@ -1,6 +1,7 @@
 // The loader and self-check on a real GPU: the default bundle loads, every compatible entry
 // resolves, head_dim=512 is refused with the sentence engines see, parameter layouts match,
 // and known answers come out right (and wrong when the encoding is wrong).
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -100,6 +101,53 @@ TEST(GpuRuntime, DriverAcceptsSm100LibraryButRefusesItsKernel) {
   } else {
     EXPECT_EQ(load, CUDA_ERROR_NO_BINARY_FOR_GPU);
   }
+  d.cuDevicePrimaryCtxRelease(dev);
+}
+
+// The reader's static shared memory is the kernel's own, as ptxas -v reports it; on sm_90 and later
+// the driver reserves 1 KiB more in every block, which cuobjdump's SHARED counts (docs/corpus.md).
+// Checked against the driver: each probe kernel's CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, and the
+// device's CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK.
+TEST(GpuRuntime, StaticSharedMemoryAgreesWithTheDriver) {
+  CUBINRT_REQUIRE_GPU();
+  const DriverApi& d = *gpu().driver;
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  ASSERT_EQ(d.cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+  int major = 0;
+  ASSERT_EQ(d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), CUDA_SUCCESS);
+  if (major != 9) GTEST_SKIP() << "the probe cubin is built for sm_90";
+  auto bytes = read_file(build_file("CUBINRT_TEST_PROBE_SM90", CUBINRT_TEST_BINARY_DIR "/probe/probe.sm_90.cubin"));
+  CUBINRT_ASSERT_OK(bytes);
+  auto info = read_cubin(*bytes);
+  CUBINRT_ASSERT_OK(info);
+  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  auto get = reinterpret_cast<GetProc>(dlsym(d.handle, "cuGetProcAddress_v2"));
+  ASSERT_NE(get, nullptr);
+  CUresult (*func_attribute)(int*, CUfunction_attribute, CUfunction) = nullptr;
+  CUdriverProcAddressQueryResult found{};
+  ASSERT_EQ(get("cuFuncGetAttribute", reinterpret_cast<void**>(&func_attribute), 12040, CU_GET_PROC_ADDRESS_DEFAULT, &found), CUDA_SUCCESS);
+  int reserved = -1;
+  ASSERT_EQ(d.cuDeviceGetAttribute(&reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, dev), CUDA_SUCCESS);
+  EXPECT_EQ(reserved, 1024);
+  ASSERT_EQ(d.cuDevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS);
+  ASSERT_EQ(d.cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+  CUlibrary lib = nullptr;
+  ASSERT_EQ(d.cuLibraryLoadData(&lib, bytes->data(), nullptr, nullptr, 0, nullptr, nullptr, 0), CUDA_SUCCESS);
+  for (const KernelInfo& k : info->kernels) {
+    CUkernel kern = nullptr;
+    CUfunction f = nullptr;
+    ASSERT_EQ(d.cuLibraryGetKernel(&kern, lib, k.name.c_str()), CUDA_SUCCESS) << k.name;
+    ASSERT_EQ(d.cuKernelGetFunction(&f, kern), CUDA_SUCCESS) << k.name;
+    int shared = -1, registers = -1;
+    ASSERT_EQ(func_attribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), CUDA_SUCCESS);
+    ASSERT_EQ(func_attribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f), CUDA_SUCCESS);
+    std::printf("%s: static shared %u B (reader), %d B (driver); registers %u / %d; reserved a block %d B\n", k.name.c_str(), k.static_shared,
+                shared, k.registers, registers, reserved);
+    EXPECT_EQ(static_cast<uint32_t>(shared), k.static_shared) << k.name;
+    EXPECT_EQ(static_cast<uint32_t>(registers), k.registers) << k.name;
+  }
+  d.cuLibraryUnload(lib);
   d.cuDevicePrimaryCtxRelease(dev);
 }
 

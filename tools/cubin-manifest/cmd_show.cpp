@@ -31,6 +31,11 @@ const char* binding_name(cubinrt::KernelInfo::Binding b) {
   return b == B::local ? "local" : b == B::weak ? "weak" : "global";
 }
 
+// Shared memory the driver reserves in every block on sm_90 and later (its
+// CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK): not the kernel's, so not in its static
+// shared figure (as ptxas -v), but in cuobjdump's SHARED.
+uint32_t reserved_shared(const cubinrt::CubinInfo& c) { return c.arch.major >= 9 ? 1024 : 0; }
+
 nlohmann::ordered_json cubin_json(const cubinrt::CubinInfo& c) {
   nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
   for (const auto& k : c.kernels) {
@@ -39,7 +44,7 @@ nlohmann::ordered_json cubin_json(const cubinrt::CubinInfo& c) {
     const std::string demangled = demangle(k.name);
     kernels.push_back({{"name", k.name}, {"demangled", demangled.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(demangled)},
                        {"binding", binding_name(k.binding)}, {"registers", k.registers}, {"max_reg_count", k.max_reg_count},
-                       {"static_shared", k.static_shared}, {"dynamic_shared", k.dynamic_shared}, {"local_bytes", k.local_bytes}, {"max_threads", k.max_threads},
+                       {"static_shared", k.static_shared}, {"reserved_shared", reserved_shared(c)}, {"dynamic_shared", k.dynamic_shared}, {"local_bytes", k.local_bytes}, {"max_threads", k.max_threads},
                        {"max_ntid", k.max_ntid}, {"req_ntid", k.req_ntid}, {"cluster", k.cluster},
                        {"explicit_cluster", k.explicit_cluster}, {"num_barriers", k.num_barriers}, {"code_size", k.code_size},
                        {"param_base", k.param_base}, {"param_bytes", k.param_bytes}, {"params", params}});
@@ -66,8 +71,9 @@ void print_cubin(const cubinrt::CubinInfo& c) {
     const std::string demangled = demangle(k.name);
     fmt::print("\nkernel {}{}\n", bold(k.name), k.binding == cubinrt::KernelInfo::Binding::global ? "" : fmt::format(" ({})", binding_name(k.binding)));
     if (!demangled.empty()) fmt::print("  {}\n", demangled);
-    fmt::print("  registers {} (max {}), static shared {} B, dynamic shared {} B, local {} B/thread, max threads {}, barriers {}, code {} B\n",
-               k.registers, k.max_reg_count, k.static_shared, k.dynamic_shared, k.local_bytes, k.max_threads, k.num_barriers, k.code_size);
+    fmt::print("  registers {} (max {}), static shared {} B{}, dynamic shared {} B, local {} B/thread, max threads {}, barriers {}, code {} B\n",
+               k.registers, k.max_reg_count, k.static_shared, reserved_shared(c) ? " (+1 KiB the driver reserves, which cuobjdump counts)" : "",
+               k.dynamic_shared, k.local_bytes, k.max_threads, k.num_barriers, k.code_size);
     if (k.req_ntid[0]) fmt::print("  required block {}\n", fmt::join(k.req_ntid, "x"));
     if (k.cluster[0]) fmt::print("  cluster {}{}\n", fmt::join(k.cluster, "x"), k.explicit_cluster ? " (explicit)" : "");
     fmt::print("  {} parameters, {} bytes at constant bank offset {:#x}\n", k.params.size(), k.param_bytes, k.param_base);

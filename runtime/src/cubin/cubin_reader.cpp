@@ -263,9 +263,12 @@ Result<KernelInfo> read_kernel(const ElfFile& elf, const GlobalAttrs& globals, c
     return bad("kparam-size", fmt::format("PARAM_CBANK says {} parameter bytes, CBANK_PARAM_SIZE says {}", param_cbank_size, cbank_param_size));
   if (cbank->size < uint64_t{k.param_base} + cbank_param_size)
     return bad("cbank-size", fmt::format(".nv.constant0 holds {} bytes, less than parameter base {} + {} parameter bytes", cbank->size, k.param_base, cbank_param_size));
+  // Instructions are 16 bytes from sm_70 (Volta) on, 8 before (Maxwell and Pascal SASS, as
+  // NVIDIA's libraries still ship it for sm_50 and sm_60).
+  const uint32_t slot = info.arch.major >= 7 ? 16 : 8;
   for (uint32_t off : exit_offsets)
-    if (off >= text->size || off % 16 != 0)
-      return bad("exit-offsets", fmt::format("exit instruction offset {} is not a 16-byte slot inside its {}-byte .text", off, text->size));
+    if (off >= text->size || off % slot != 0)
+      return bad("exit-offsets", fmt::format("exit instruction offset {} is not a {}-byte slot inside its {}-byte .text", off, slot, text->size));
 
   if (const Section* shared = section_for(elf, ".nv.shared.", sym.name)) {
     const uint64_t reserved = info.arch.major >= 9 && shared->size >= 1024 ? 1024 : 0;
