@@ -11,11 +11,18 @@ cmake -S . -B $B -G Ninja -DCUBINRT_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 \
   -DCMAKE_CXX_FLAGS="-Wno-macro-redefined -D__cpp_concepts=202002L" >/dev/null
 cmake --build $B
+# Seeds from the real-toolchain corpus too (scripts/corpus.sh: ptxas 12.9 and 13.5 cubins, objects,
+# fatbins), where it was made; files up to the fuzzers' 256 KiB.
+mkdir -p $B/seeds-corpus/cubin $B/seeds-corpus/fatbin $B/seeds-corpus/manifest $B/seeds-corpus/bundle
+if [[ -d build/corpus/files ]]; then
+  find build/corpus/files -maxdepth 1 -type f -name '*.cubin' -size -256k -exec cp {} $B/seeds-corpus/cubin/ \;
+  find build/corpus/files -maxdepth 1 -type f \( -name '*.fatbin' -o -name '*.o' \) -size -256k -exec cp {} $B/seeds-corpus/fatbin/ \;
+fi
 for t in cubin fatbin manifest bundle; do
   mkdir -p $B/corpus/$t
-  echo "fuzz_$t: ${secs}s"
+  echo "fuzz_$t: ${secs}s, seeds: $(find $B/fuzz/seeds/$t $B/seeds-corpus/$t -type f | wc -l)"
   if ! $B/fuzz/fuzz_$t -max_total_time="$secs" -max_len=262144 -rss_limit_mb=2048 -print_final_stats=1 \
-      $B/corpus/$t $B/fuzz/seeds/$t >$B/fuzz_$t.log 2>&1; then
+      $B/corpus/$t $B/fuzz/seeds/$t $B/seeds-corpus/$t >$B/fuzz_$t.log 2>&1; then
     tail -40 $B/fuzz_$t.log
     echo "fuzz_$t failed (log: $B/fuzz_$t.log)"
     exit 1

@@ -2,6 +2,7 @@
 // one bundle where an FP8 KV pointer would be passed at the wrong offset must fail on ABI.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -13,6 +14,8 @@
 #include "common/file_io.hpp"
 #include "pack/pack.hpp"
 #include "cubin/cubin.hpp"
+#include "cubin/elf.hpp"
+#include "cubin/nv_info.hpp"
 #include "bundle/verify.hpp"
 #include "support/gpu.hpp"
 
@@ -109,14 +112,34 @@ class Relabelled : public ::testing::Test {
     }
     manifest.toolkit = b->manifest().toolkit;
   }
-  std::vector<VerifyFailure> verify() {
+  std::vector<VerifyFailure> verify(std::vector<VerifyFailure>* warnings = nullptr) {
     auto bytes = assemble_bundle(manifest, cubins);
     EXPECT_TRUE(bytes);
     auto b = load(*bytes);
     EXPECT_TRUE(b) << (b ? "" : b.error().message);
-    return verify_bundle(*b);
+    return verify_bundle(*b, warnings);
   }
 };
+
+// A record a newer toolkit writes (an attribute code past the reader's table) is read, skipped and
+// said as a warning; the entry still verifies.
+TEST_F(Relabelled, NewerAttributeIsAWarningNotAFailure) {
+  std::vector<std::byte>& cubin = cubins[0];
+  const detail::ElfFile elf = *detail::ElfFile::parse(detail::ByteView(cubin, Errc::corrupt_cubin));
+  const detail::Section* info = elf.find(".nv.info." + manifest.entries[0].symbol);
+  ASSERT_NE(info, nullptr);
+  const auto records = *detail::parse_nv_info(*elf.contents(*info), info->name);
+  const auto api = std::ranges::find_if(records, [](const auto& r) { return r.attribute == detail::kCudaApiVersion; });
+  ASSERT_NE(api, records.end());
+  cubin[info->offset + api->at + 1] = std::byte{0x66};
+  std::vector<VerifyFailure> warnings;
+  EXPECT_TRUE(verify(&warnings).empty());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].entry, manifest.entries[0].id);
+  EXPECT_EQ(warnings[0].message, fmt::format(".nv.info.{} record at offset {}: attribute 0x66 is unknown to this build (newer than its codes, "
+                                             "which end at 0x60); skipped",
+                                             manifest.entries[0].symbol, api->at));
+}
 
 TEST_F(Relabelled, HonestReassemblyPasses) { EXPECT_TRUE(verify().empty()); }
 

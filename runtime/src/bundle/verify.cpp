@@ -67,7 +67,8 @@ Result<VerifiedCubin> verify_entry(const Bundle& bundle, const ManifestEntry& e)
   return v;
 }
 
-std::vector<VerifyFailure> verify_entries(const Bundle& bundle, std::span<const ManifestEntry* const> entries) {
+std::vector<VerifyFailure> verify_entries(const Bundle& bundle, std::span<const ManifestEntry* const> entries,
+                                          std::vector<VerifyFailure>* warnings) {
   // One cubin at a time (memory: the largest cubin, not the bundle's sum): the entries grouped by
   // their cubin, whose bytes are decompressed and checked once for the group, then dropped.
   std::map<uint64_t, std::vector<size_t>> by_cubin;
@@ -75,6 +76,8 @@ std::vector<VerifyFailure> verify_entries(const Bundle& bundle, std::span<const 
   std::vector<std::optional<VerifyFailure>> by_entry(entries.size());
   for (const auto& [offset, group] : by_cubin) {
     const Result<VerifiedCubin> cubin = read_verified_cubin(bundle, *entries[group.front()]);
+    if (cubin && warnings)
+      for (const std::string& w : cubin->info.warnings) warnings->push_back({entries[group.front()]->id, w});
     for (size_t i : group) {
       const ManifestEntry& e = *entries[i];
       if (!cubin) {
@@ -92,10 +95,10 @@ std::vector<VerifyFailure> verify_entries(const Bundle& bundle, std::span<const 
   return failures;
 }
 
-std::vector<VerifyFailure> verify_bundle(const Bundle& bundle) {
+std::vector<VerifyFailure> verify_bundle(const Bundle& bundle, std::vector<VerifyFailure>* warnings) {
   std::vector<const ManifestEntry*> all;
   for (const ManifestEntry& e : bundle.manifest().entries) all.push_back(&e);
-  std::vector<VerifyFailure> failures = verify_entries(bundle, all);
+  std::vector<VerifyFailure> failures = verify_entries(bundle, all, warnings);
   if (all.empty()) failures.push_back({"-", fmt::format("bundle {}: holds no entries", bundle.name())});
   return failures;
 }

@@ -37,8 +37,11 @@ struct VerifyFailure {
 };
 
 // Every entry (each cubin decompressed once); an empty result means all passed.
-std::vector<VerifyFailure> verify_bundle(const Bundle& bundle);
+// With `warnings`, each cubin's well-formed records it skipped (CubinInfo::warnings), once a
+// cubin, under the first entry that names it.
+std::vector<VerifyFailure> verify_bundle(const Bundle& bundle, std::vector<VerifyFailure>* warnings = nullptr);
 // The same for some entries.
-std::vector<VerifyFailure> verify_entries(const Bundle& bundle, std::span<const ManifestEntry* const> entries);
+std::vector<VerifyFailure> verify_entries(const Bundle& bundle, std::span<const ManifestEntry* const> entries,
+                                          std::vector<VerifyFailure>* warnings = nullptr);
 
 }  // namespace cubinrt
