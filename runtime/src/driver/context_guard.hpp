@@ -21,6 +21,8 @@ class ContextGuard {
     g.switched_ = true;
     return g;
   }
+  // A guard that switched nothing (a launch on an explicit stream, which carries its context).
+  static ContextGuard none(const DriverApi& d) { return ContextGuard(d); }
   static Result<ContextGuard> enter(const DriverApi& d, CUcontext ctx, std::string_view what) {
     ContextGuard g(d);
     CUBINRT_TRY(d.check(d.cuCtxGetCurrent(&g.saved_), "cuCtxGetCurrent", what));

@@ -182,10 +182,11 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
   if (num_splits_ > 1 && merge_ == SplitMerge::workspace && (a.workspace == nullptr || a.workspace_bytes < workspace_bytes_ || !aligned(a.workspace, 16)))
     return bad(fmt::format("this plan splits the KV range {} ways and needs a 16-byte aligned workspace of {} bytes ({} given)", num_splits_,
                            workspace_bytes_, a.workspace ? a.workspace_bytes : 0));
-  // The stream and every tensor on this plan's device (driver questions, no formatting unless wrong).
+  // The stream and every tensor on this plan's device (driver questions, no formatting unless
+  // wrong); on the NULL stream, the device's context current for the launch.
   const LaunchTensor tensors[] = {{a.q, "q"},          {a.kv.k, "kv.k"}, {a.kv.v, "kv.v"}, {a.block_table, "block_table"}, {a.seq_lens, "seq_lens"},
                                   {a.out, "out"},      {a.lse, "lse"},   {num_splits_ > 1 && merge_ == SplitMerge::workspace ? a.workspace : nullptr, "workspace"}};
-  CUBINRT_TRY(check_launch_target(*runtime_, stream, tensors, "paged decode launch"));
+  ContextGuard on_device = CUBINRT_TRY(enter_launch_target(*runtime_, stream, tensors, "paged decode launch"));
 
   const int64_t D = s.head_dim;
   CubinrtPagedDecodeParamsV5 p{};
@@ -243,7 +244,7 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
   const DriverApi& d = runtime_->driver();
   // Nothing is formatted unless the launch fails: the message is made on the error path only.
   const CUresult r = d.cuLaunchKernelEx(&config, kernel_->function, nullptr, extra);
-  if (r == CUDA_SUCCESS) return {};
+  if (r == CUDA_SUCCESS) return on_device.leave("paged decode launch");
   return d.check(r, "cuLaunchKernelEx", fmt::format("{}: kernel {}", runtime_->device().str(), kernel_->entry->symbol));
 }
 
