@@ -11,7 +11,7 @@
 set -eu
 prefix=$1 build=$2 src=$3 fake=$4
 headers=$(cd "$prefix/include/cubinrt" && find . -type f | sort | tr '\n' ' ')
-want="./cubinrt.h ./dtypes.h ./error.hpp ./paged_decode.hpp ./runtime.hpp ./selfcheck.hpp ./types.hpp "
+want="./cubinrt.h ./dtypes.h ./error.hpp ./kv_append.hpp ./paged_decode.hpp ./runtime.hpp ./selfcheck.hpp ./types.hpp "
 [ "$headers" = "$want" ] || { echo "installed headers: $headers (expected $want)"; exit 1; }
 line=$(grep -A3 "build consumer:" "$build/build.ninja" | grep "LINK_LIBRARIES" || true)
 [ -n "$line" ] || { echo "no link line found in $build/build.ninja"; exit 1; }

@@ -29,10 +29,16 @@ TEST(Catalog, DeclaresEveryVariant) {
   std::map<std::string, int> per_arch;
   for (const auto& v : c->variants) ++per_arch[v.arch.str()];
   // paged_decode: 3 head_dims x 2 q dtypes x 3 kv dtypes x 3 page sizes = 54 everywhere, +18 of
-  // head_dim 512 on SM100; paged_decode_g16: head_dim 128's 18 everywhere.
-  EXPECT_EQ(per_arch, (std::map<std::string, int>{{"sm_80", 72}, {"sm_89", 72}, {"sm_90", 72}, {"sm_100a", 90}, {"sm_103a", 90}, {"sm_120", 72}}));
-  EXPECT_EQ(c->variants.size(), 468u);
+  // head_dim 512 on SM100; paged_decode_g16: head_dim 128's 18 everywhere; kv_append: 2 input
+  // dtypes x 4 cache dtypes = 8 everywhere.
+  EXPECT_EQ(per_arch, (std::map<std::string, int>{{"sm_80", 80}, {"sm_89", 80}, {"sm_90", 80}, {"sm_100a", 98}, {"sm_103a", 98}, {"sm_120", 80}}));
+  EXPECT_EQ(c->variants.size(), 516u);
   for (const auto& v : c->variants) {
+    if (v.key.family == "kv_append") {
+      EXPECT_TRUE(v.key.axis("cache_dtype") == v.key.axis("in_dtype") || v.key.axis("cache_dtype") != "fp16") << v.id;
+      EXPECT_TRUE(v.symbol.starts_with("cubinrt_kv_append_")) << v.id;
+      continue;
+    }
     if (v.key.family == "paged_decode_g16") {
       EXPECT_EQ(decode_axes(v.key).head_dim, 128u) << v.id;
       EXPECT_EQ(v.defines.back(), (std::pair<std::string, std::string>{"CUBINRT_G16", "1"})) << v.id;
@@ -103,7 +109,8 @@ TEST(EmbeddedBundle, HoldsEveryCatalogEntryWithFactsReadFromItsCubin) {
     EXPECT_EQ(info->arch.str(), v.arch.str()) << e.id;
     EXPECT_EQ(info->arch.str(), e.arch.str()) << e.id;
     // One cubin a family and arch, each of its kernels stating its own key.
-    ASSERT_EQ(info->kernels.size(), e.key.family == "paged_decode_g16" ? 18u : e.arch.major == 10 ? 72u : 54u) << e.id;
+    ASSERT_EQ(info->kernels.size(), e.key.family == "kv_append" ? 8u : e.key.family == "paged_decode_g16" ? 18u : e.arch.major == 10 ? 72u : 54u)
+        << e.id;
     const KernelInfo* k = info->kernel(e.symbol);
     ASSERT_NE(k, nullptr) << e.id;
     EXPECT_EQ(k->registers, e.registers) << e.id;
@@ -111,7 +118,7 @@ TEST(EmbeddedBundle, HoldsEveryCatalogEntryWithFactsReadFromItsCubin) {
     EXPECT_EQ(info->toolkit_version, 130u) << e.id;
     EXPECT_EQ(e.min_driver_version, 13000) << e.id;
     EXPECT_LT(e.compressed_size, e.size) << e.id;
-    if (decode_axes(e.key).head_dim == 512) EXPECT_EQ(e.arch.major, 10u) << e.id;
+    if (e.key.family != "kv_append" && decode_axes(e.key).head_dim == 512) EXPECT_EQ(e.arch.major, 10u) << e.id;
   }
 }
 

@@ -43,18 +43,18 @@ TEST_P(EveryArch, LoadsExactlyTheCubinsItsArchRuns) {
   EXPECT_EQ((*rt)->device().arch.major, static_cast<uint32_t>(c.device.major));
   const auto loaded = (*rt)->loaded();
   EXPECT_EQ(loaded.size(), c.kernels);
-  EXPECT_EQ(fake_state().loads, 2);  // its arch's kernels are one cubin a family, each loaded once
+  EXPECT_EQ(fake_state().loads, 3);  // its arch's kernels are one cubin a family (3 families), each loaded once
   for (const LoadedKernel* k : loaded) EXPECT_EQ(k->entry->arch.str(), c.arch) << k->entry->id;
   const KernelKey hd512 = decode_key(512, Dtype::bf16, Dtype::fp8_e4m3, 16);
   EXPECT_EQ((*rt)->supports(hd512).ok, c.device.major == 10) << (*rt)->supports(hd512).reason;
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, EveryArch,
-                         // 54 paged_decode kernels (72 with head_dim 512 on SM100) and 18 paged_decode_g16.
-                         ::testing::Values(DeviceCase{a100(), "sm_80", 72}, DeviceCase{{"NVIDIA A10", 8, 6, 72, 101376, 7}, "sm_80", 72},
-                                           DeviceCase{l40s(), "sm_89", 72}, DeviceCase{h200(), "sm_90", 72},
-                                           DeviceCase{b200(), "sm_100a", 90}, DeviceCase{b300(), "sm_103a", 90},
-                                           DeviceCase{rtx5090(), "sm_120", 72}),
+                         // 54 paged_decode kernels (72 with head_dim 512 on SM100), 18 paged_decode_g16, 8 kv_append.
+                         ::testing::Values(DeviceCase{a100(), "sm_80", 80}, DeviceCase{{"NVIDIA A10", 8, 6, 72, 101376, 7}, "sm_80", 80},
+                                           DeviceCase{l40s(), "sm_89", 80}, DeviceCase{h200(), "sm_90", 80},
+                                           DeviceCase{b200(), "sm_100a", 98}, DeviceCase{b300(), "sm_103a", 98},
+                                           DeviceCase{rtx5090(), "sm_120", 80}),
                          [](const auto& p) { return "sm_" + std::to_string(p.param.device.major * 10 + p.param.device.minor); });
 
 TEST(FakeRuntime, Hd512RequiredOnH200IsOneSentence) {
@@ -222,7 +222,8 @@ TEST(FakeRuntime, DriverDisagreesWithAbi) {
   auto rt = create({h200()}, f);
   ASSERT_FALSE(rt);
   EXPECT_EQ(rt.error().code, Errc::mismatch);
-  EXPECT_NE(rt.error().message.find("the driver puts parameter 0 at offset 8 size 8, ABI PagedDecodeParams v5 field 'q' is at offset 0 size 8"),
+  // The first kernel loaded (keys in order: kv_append's come first) names its ABI's first field.
+  EXPECT_NE(rt.error().message.find("the driver puts parameter 0 at offset 8 size 8, ABI KvAppendParams v1 field 'k_in' is at offset 0 size 8"),
             std::string::npos) << rt.error().message;
 }
 
@@ -233,7 +234,7 @@ TEST(FakeRuntime, LazyLoadsOnceUnderConcurrentFirstUse) {
   CUBINRT_ASSERT_OK(rt);
   EXPECT_EQ(fake_state().loads, 0);
   const std::vector<KernelKey> keys = (*rt)->available();
-  ASSERT_EQ(keys.size(), 72u);  // 54 paged_decode, 18 paged_decode_g16
+  ASSERT_EQ(keys.size(), 80u);  // 54 paged_decode, 18 paged_decode_g16, 8 kv_append
   std::vector<std::vector<const LoadedKernel*>> seen(16);
   std::vector<std::thread> threads;
   for (int t = 0; t < 16; ++t)
@@ -245,7 +246,7 @@ TEST(FakeRuntime, LazyLoadsOnceUnderConcurrentFirstUse) {
       }
     });
   for (auto& th : threads) th.join();
-  EXPECT_EQ(fake_state().loads, 2);  // the two sm_90 cubins (one a family), each loaded once for its kernels
+  EXPECT_EQ(fake_state().loads, 3);  // the three sm_90 cubins (one a family), each loaded once for its kernels
   std::set<const LoadedKernel*> distinct;
   for (const auto& v : seen)
     for (const LoadedKernel* k : v) {
@@ -253,7 +254,7 @@ TEST(FakeRuntime, LazyLoadsOnceUnderConcurrentFirstUse) {
       EXPECT_NE(k->function, nullptr);  // never half-initialised
       distinct.insert(k);
     }
-  EXPECT_EQ(distinct.size(), 72u);
+  EXPECT_EQ(distinct.size(), 80u);
 }
 
 TEST(FakeRuntime, SeveralDevicesEachGetTheirOwnCubins) {
@@ -362,7 +363,7 @@ TEST(FakeRuntime, TeardownUnloadsEveryLibrary) {
     CUBINRT_ASSERT_OK(rt);
     EXPECT_EQ(fake_state().unloads, 0);
   }
-  EXPECT_EQ(fake_state().unloads, 2);  // the two libraries its 72 kernels came from (one a family)
+  EXPECT_EQ(fake_state().unloads, 3);  // the three libraries its 80 kernels came from (one a family)
 }
 
 TEST(FakeRuntime, SupportsExplainsWithoutLoading) {

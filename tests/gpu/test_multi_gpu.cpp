@@ -180,6 +180,18 @@ TEST(MultiGpu, PlanRefusesTensorsAndStreamsOfAnotherDevice) {
   ASSERT_EQ(d.cuMemcpyDtoH(got.data(), out, out_bytes), CUDA_SUCCESS);
   const ref::Answer want = ref::solve(p, Dtype::bf16);
   EXPECT_LE(ref::rel_l2(Dtype::bf16, got, want.out), ref::tolerance(Dtype::bf16));
+  // Device 1's plan on the NULL stream while device 0's context is current: it runs on device 1's
+  // default stream, and device 0's context is current again afterwards.
+  ASSERT_EQ(d.cuMemcpyHtoD(out, poison.data(), out_bytes), CUDA_SUCCESS);
+  CUBINRT_ASSERT_OK(rt0.bind_context());
+  CUBINRT_ASSERT_OK(plan1->launch(a, nullptr));
+  CUcontext current = nullptr;
+  ASSERT_EQ(d.cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, rt0.context());
+  CUBINRT_ASSERT_OK(rt1.bind_context());
+  ASSERT_EQ(d.cuCtxSynchronize(), CUDA_SUCCESS);
+  ASSERT_EQ(d.cuMemcpyDtoH(got.data(), out, out_bytes), CUDA_SUCCESS);
+  EXPECT_LE(ref::rel_l2(Dtype::bf16, got, want.out), ref::tolerance(Dtype::bf16));
   // And device 0 still answers right after its refusals.
   auto on0 = paged_decode::run_on_device(rt0, p);
   CUBINRT_ASSERT_OK(on0);

@@ -43,15 +43,20 @@ struct KvCacheDesc {
   const void* v = nullptr;
   Dtype storage = Dtype::bf16;            // what the buffer's elements are: fp16, bf16 or uint8
   std::optional<Dtype> declared;          // the logical KV dtype; required for uint8 storage
-  float k_scale = 1.f;                    // per-layer dequantisation scales (FP8)
+  float k_scale = 1.f;                    // per-layer scales: FP8's dequantisation scale, NVFP4's global one
   float v_scale = 1.f;
-  const void* scale_factors = nullptr;    // NVFP4 block scales (no NVFP4 kernel yet)
+  const void* k_sf = nullptr;             // NVFP4: K's e4m3 block scales, one a 16 elements (docs/formats.md)
   KvLayout layout = KvLayout::nhd;       // the dims' order when the strides are left zero
   uint32_t page_size = 0;
   uint32_t num_kv_heads = 0;
   int64_t num_pages = 0;                  // pages in each view: block table entries are below this
   KvStrides k_strides;                    // zero: contiguous in `layout`
   KvStrides v_strides;                    // zero: contiguous in `layout`; else equal to k_strides
+  // NVFP4: V's block scales, and both scale tensors' strides in bytes ([pages, page_size,
+  // num_kv_heads, head_dim / 16] or its HND order when zero). Written by kv_append; the decode
+  // kernels do not read NVFP4 yet.
+  const void* v_sf = nullptr;
+  KvStrides sf_strides;
 };
 
 // How the blocks of a split KV range combine their parts. workspace: the last split to finish

@@ -59,4 +59,34 @@ uint16_t encode_float16(Dtype d, float value) {
   return sign | static_cast<uint16_t>(((ue + 15) << 10) | (mant - 1024));
 }
 
+uint8_t encode_fp8(Dtype d, float value) {
+  const uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  if (std::isnan(value)) return d == Dtype::fp8_e4m3 ? 0x7f : 0x7f;
+  // The finite magnitudes are codes 0 up to the largest finite one, in increasing order: the
+  // nearest by value, a tie to the even code, anything past the largest saturated to it.
+  const uint8_t top = d == Dtype::fp8_e4m3 ? 0x7e : 0x7b;
+  const double a = std::fabs(static_cast<double>(value));
+  uint8_t best = 0;
+  for (uint8_t c = 0; c <= top; ++c) {
+    const double dc = std::fabs(element_value(d, c) - a), db = std::fabs(element_value(d, best) - a);
+    if (dc < db || (dc == db && (c & 1) == 0 && (best & 1) != 0)) best = c;
+  }
+  return sign | best;
+}
+
+double e2m1_value(uint8_t code) {
+  static constexpr double kMagnitude[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  return (code & 8 ? -1 : 1) * kMagnitude[code & 7];
+}
+
+uint8_t encode_e2m1(float value) {
+  const double a = std::isnan(value) ? 0 : std::fabs(static_cast<double>(value));
+  uint8_t best = 0;
+  for (uint8_t c = 0; c < 8; ++c) {
+    const double dc = std::fabs(e2m1_value(c) - a), db = std::fabs(e2m1_value(best) - a);
+    if (dc < db || (dc == db && (c & 1) == 0 && (best & 1) != 0)) best = c;
+  }
+  return static_cast<uint8_t>(best | (std::signbit(value) ? 8 : 0));
+}
+
 }  // namespace cubinrt

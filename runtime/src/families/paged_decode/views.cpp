@@ -12,57 +12,16 @@
 
 #include <fmt/format.h>
 
+#include "common/strided_view.hpp"
 #include "common/try.hpp"
 
 namespace cubinrt::paged_decode {
 
 namespace {
 
-// Bounds every span a stride times an extent can reach well inside int64_t (2^40 elements: a TiB
-// of bytes per step); larger is an uninitialised or hostile value, not a layout.
-constexpr int64_t kMaxStride = int64_t{1} << 40;
-
-struct Dim {
-  std::string_view name;  // "batch", "head", "page", "token"
-  int64_t extent;
-  int64_t stride;
-};
-
-template <size_t N>
-Status check_view(std::string_view tensor, const void* base, size_t base_align, std::array<Dim, N> dims, int64_t inner,
-                  int64_t elem_bytes, int64_t stride_align) {
-  auto bad = [&](std::string m) { return fail(Errc::invalid_argument, fmt::format("paged decode launch: {} {}", tensor, m)); };
-  if (reinterpret_cast<uintptr_t>(base) % base_align != 0)
-    return bad(fmt::format("at {} is not {}-byte aligned (the kernels access it {} bytes at a time)", base, base_align, base_align));
-  for (const Dim& d : dims) {
-    if (d.extent <= 1) continue;
-    if (d.stride < 0 || d.stride > kMaxStride)
-      return bad(fmt::format("has {} stride {}: strides must be in 0..2^40 elements (cubinrt takes no negative strides)", d.name, d.stride));
-    if (d.stride * elem_bytes % stride_align != 0)
-      return bad(fmt::format("has {} stride {} elements ({} bytes), not a multiple of {} bytes: every {} must start {}-byte aligned "
-                             "for the kernels' vector accesses",
-                             d.name, d.stride, d.stride * elem_bytes, stride_align, d.name, stride_align));
-  }
-  // Non-overlapping: in increasing stride order, each stride clears everything inside it.
-  // (Insertion sort: no allocation. Dims come outermost first, so on equal strides the inner one
-  // goes first and the outer one is named as overlapping it.)
-  for (size_t i = 1; i < N; ++i)
-    for (size_t j = i; j > 0 && dims[j].stride <= dims[j - 1].stride; --j) std::swap(dims[j], dims[j - 1]);
-  int64_t span = inner;  // elements from a row's first to one past its last, so far
-  std::string_view inside = "elements";
-  for (const Dim& d : dims) {
-    if (d.extent <= 1) continue;
-    if (d.stride < span)
-      return bad(fmt::format("has {} stride {}, which overlaps its {} (they span {} elements): the view overlaps itself", d.name,
-                             d.stride, inside, span));
-    span += d.stride * (d.extent - 1);  // < 2^40 * 2^32 * 3: no overflow
-    inside = d.name;
-  }
-  return {};
-}
-
-// A dimension of extent 1 is never stepped over: its stride is not the kernel's business.
-int64_t used(int64_t extent, int64_t stride) { return extent > 1 ? stride : 0; }
+constexpr std::string_view kLaunch = "paged decode launch";
+using Dim = ViewDim;
+int64_t used(int64_t extent, int64_t stride) { return used_stride(extent, stride); }
 
 }  // namespace
 
@@ -82,13 +41,13 @@ Result<ViewStrides> resolve_views(const DecodeShape& s, const DecodeArgs& a) {
   k = {used(pages, k.page), used(P, k.token), used(Hkv, k.head)};
   v = {used(pages, v.page), used(P, v.token), used(Hkv, v.head)};
 
-  CUBINRT_TRY(check_view("q", a.q, 16, std::array{Dim{"batch", B, q.batch}, Dim{"head", Hq, q.head}}, D, q_bytes, 16));
-  CUBINRT_TRY(check_view("out", a.out, 8, std::array{Dim{"batch", B, out.batch}, Dim{"head", Hq, out.head}}, D, q_bytes, 8));
+  CUBINRT_TRY(check_view(kLaunch, "q", a.q, 16, std::array{Dim{"batch", B, q.batch}, Dim{"head", Hq, q.head}}, D, q_bytes, 16));
+  CUBINRT_TRY(check_view(kLaunch, "out", a.out, 8, std::array{Dim{"batch", B, out.batch}, Dim{"head", Hq, out.head}}, D, q_bytes, 8));
   if (a.lse)
-    CUBINRT_TRY(check_view("lse", a.lse, 4, std::array{Dim{"batch", B, lse.batch}, Dim{"head", Hq, lse.head}}, 1, 4, 4));
+    CUBINRT_TRY(check_view(kLaunch, "lse", a.lse, 4, std::array{Dim{"batch", B, lse.batch}, Dim{"head", Hq, lse.head}}, 1, 4, 4));
   const auto kv_dims = [&](KvStrides x) { return std::array{Dim{"page", pages, x.page}, Dim{"token", P, x.token}, Dim{"head", Hkv, x.head}}; };
-  CUBINRT_TRY(check_view("K", a.kv.k, 16, kv_dims(k), D, kv_bytes, 16));
-  CUBINRT_TRY(check_view("V", a.kv.v, 16, kv_dims(v), D, kv_bytes, 16));
+  CUBINRT_TRY(check_view(kLaunch, "K", a.kv.k, 16, kv_dims(k), D, kv_bytes, 16));
+  CUBINRT_TRY(check_view(kLaunch, "V", a.kv.v, 16, kv_dims(v), D, kv_bytes, 16));
   if (k.page != v.page || k.token != v.token || k.head != v.head)
     return fail(Errc::invalid_argument,
                 fmt::format("paged decode launch: K's strides (page {}, token {}, head {}) differ from V's (page {}, token {}, head {}); the "

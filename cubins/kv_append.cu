@@ -1,0 +1,116 @@
+// kv_append: new K and V tokens written into a paged cache (kv_append_abi.h), in the cache's
+// dtype: copied as they are (the input's 16-bit dtype), FP8 (x / scale, rounded to nearest and
+// saturated, as vLLM's cache writer does), or NVFP4 (for each 16 elements an e4m3 scale
+// amax / (6 * global scale), then each element / (scale * global scale) rounded to the nearest
+// e2m1, ties to even, saturated at 6; two codes a byte, the even element in the low nibble). The
+// arithmetic is float32 with explicitly rounded division and product, so the host reference
+// (runtime/src/families/kv_append/reference.cpp) reproduces every byte. Negative slots (padding
+// tokens) and slots past the cache are skipped.
+//
+// Variant macros (the catalog's axes): CUBINRT_IN_DTYPE (fp16 or bf16), CUBINRT_CACHE_DTYPE
+// (the input's dtype, fp8_e4m3, fp8_e5m2 or nvfp4), CUBINRT_KERNEL, CUBINRT_VARIANT_KEY.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "cubinrt/dtypes.h"
+#include "kv_append_abi.h"
+
+#ifndef CUBINRT_VARIANT_NS
+#define CUBINRT_VARIANT_NS cubinrt_kv_append_single
+#endif
+
+namespace CUBINRT_VARIANT_NS {
+
+constexpr int kIn = CUBINRT_IN_DTYPE;
+constexpr int kCache = CUBINRT_CACHE_DTYPE;
+static_assert(CUBINRT_DTYPE_IS_FLOAT16(kIn), "kv_append takes fp16 or bf16 tokens");
+static_assert(kCache == kIn || CUBINRT_DTYPE_IS_FP8(kCache) || kCache == CUBINRT_DTYPE_NVFP4,
+              "the cache is the input's dtype, an FP8 encoding or NVFP4");
+using In = typename std::conditional<kIn == CUBINRT_DTYPE_BF16, __nv_bfloat16, __half>::type;
+constexpr int kChunk = CUBINRT_KV_APPEND_CHUNK;
+
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+
+// The nearest e2m1 code of x (ties to the even code), saturated at +-6; the sign bit from x's.
+__device__ __forceinline__ uint32_t e2m1(float x) {
+  const float m = fabsf(x);
+  uint32_t c = !(m > 0.25f) ? 0u : m < 0.75f ? 1u : m <= 1.25f ? 2u : m < 1.75f ? 3u : m <= 2.5f ? 4u : m < 3.5f ? 5u : m <= 5.f ? 6u : 7u;
+  return c | (signbit(x) ? 8u : 0u);
+}
+
+#define CUBINRT_CAT2_(a, b) a##b
+#define CUBINRT_CAT_(a, b) CUBINRT_CAT2_(a, b)
+// The key this kernel is (the reader checks it against the manifest); the unit source defines it.
+extern "C" __device__ const char CUBINRT_CAT_(cubinrt_key_, CUBINRT_KERNEL)[] = CUBINRT_VARIANT_KEY;
+#define CUBINRT_PARAM_DECL_(type, name) , type name
+#define CUBINRT_DROP_FIRST_(first, ...) __VA_ARGS__
+#define CUBINRT_LIST_(...) CUBINRT_DROP_FIRST_(__VA_ARGS__)
+extern "C" __global__ void __launch_bounds__(CUBINRT_KV_APPEND_THREADS)
+CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V1_FIELDS(CUBINRT_PARAM_DECL_))) {
+  const int64_t chunks_per_row = head_dim / kChunk;
+  const int64_t rows_per_side = int64_t{num_tokens} * num_kv_heads;
+  const int64_t chunks = 2 * rows_per_side * chunks_per_row;
+  for (int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; c < chunks; c += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t row = c / chunks_per_row, j = c % chunks_per_row;
+    const bool is_v = row >= rows_per_side;
+    const int64_t r = is_v ? row - rows_per_side : row;
+    const int64_t token = r / num_kv_heads, head = r % num_kv_heads;
+    const int64_t slot = slots[token];
+    if (slot < 0 || slot >= num_slots) continue;  // padding, or past the cache
+    const int64_t page = slot / page_size, offset = slot % page_size;
+    const In* src = static_cast<const In*>(is_v ? v_in : k_in) + token * (is_v ? v_in_stride_token : k_in_stride_token) +
+                    head * (is_v ? v_in_stride_head : k_in_stride_head) + j * kChunk;
+    const int64_t at = page * cache_stride_page + offset * cache_stride_token + head * cache_stride_head;  // storage elements
+    uint4 raw[2];
+    raw[0] = reinterpret_cast<const uint4*>(src)[0];
+    raw[1] = reinterpret_cast<const uint4*>(src)[1];
+    if constexpr (kCache == kIn) {
+      uint4* dst = reinterpret_cast<uint4*>(static_cast<In*>(is_v ? v_cache : k_cache) + at + j * kChunk);
+      dst[0] = raw[0];
+      dst[1] = raw[1];
+    } else {
+      float x[kChunk];
+      const In* e = reinterpret_cast<const In*>(raw);
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) x[i] = to_float(e[i]);
+      const float scale = is_v ? v_scale : k_scale;
+      if constexpr (CUBINRT_DTYPE_IS_FP8(kCache)) {
+        constexpr __nv_fp8_interpretation_t kind = kCache == CUBINRT_DTYPE_FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
+        uint32_t w[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const __nv_fp8x2_storage_t lo = __nv_cvt_float2_to_fp8x2(make_float2(__fdiv_rn(x[4 * q], scale), __fdiv_rn(x[4 * q + 1], scale)), __NV_SATFINITE, kind);
+          const __nv_fp8x2_storage_t hi = __nv_cvt_float2_to_fp8x2(make_float2(__fdiv_rn(x[4 * q + 2], scale), __fdiv_rn(x[4 * q + 3], scale)), __NV_SATFINITE, kind);
+          w[q] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+        }
+        *reinterpret_cast<uint4*>(static_cast<uint8_t*>(is_v ? v_cache : k_cache) + at + j * kChunk) = make_uint4(w[0], w[1], w[2], w[3]);
+      } else {
+        float amax = 0.f;
+#pragma unroll
+        for (int i = 0; i < kChunk; ++i) amax = fmaxf(amax, fabsf(x[i]));
+        const __nv_fp8_storage_t sf = __nv_cvt_float_to_fp8(__fdiv_rn(amax, __fmul_rn(6.f, scale)), __NV_SATFINITE, __NV_E4M3);
+        const float sf_value = __half2float(__half(__nv_cvt_fp8_to_halfraw(sf, __NV_E4M3)));
+        const float denom = __fmul_rn(sf_value, scale);
+        uint32_t w[2] = {0, 0};
+        if (denom != 0.f) {
+#pragma unroll
+          for (int i = 0; i < kChunk; ++i) w[i / 8] |= e2m1(__fdiv_rn(x[i], denom)) << (4 * (i % 8));
+        }
+        *reinterpret_cast<uint2*>(static_cast<uint8_t*>(is_v ? v_cache : k_cache) + at + j * (kChunk / 2)) = make_uint2(w[0], w[1]);
+        (is_v ? v_sf : k_sf)[page * sf_stride_page + offset * sf_stride_token + head * sf_stride_head + j] = sf;
+      }
+    }
+  }
+}
+#undef CUBINRT_PARAM_DECL_
+#undef CUBINRT_DROP_FIRST_
+#undef CUBINRT_LIST_
+#undef CUBINRT_CAT2_
+#undef CUBINRT_CAT_
+
+}  // namespace CUBINRT_VARIANT_NS
