@@ -152,6 +152,28 @@ class DecodePlan:
         self._plan.run(q, k, v, block_table, seq_lens, out, lse, self._declared, k_scale, v_scale, softmax_scale, workspace, stream)
 
 
+class KvAppendPlan:
+    """The cache writer for one cache (cubinrt/kv_append.hpp): new K and V tokens
+    [tokens, kv_heads, head_dim] into their slots (int64, page * page_size + offset; negative:
+    padding, skipped), as the cache's dtype: copied (16-bit), x / scale saturated (FP8 declared on
+    uint8 storage), or NVFP4 with e4m3 block scales in k_sf / v_sf (global scales k_scale,
+    v_scale; docs/formats.md)."""
+
+    def __init__(self, runtime: Runtime, *, num_kv_heads: int, head_dim: int, in_dtype: str, cache_storage: str,
+                 cache_declared: str | None = None, page_size: int, layout: str = "nhd"):
+        self.runtime = runtime
+        self.cache_declared = cache_declared
+        self._declared = _code(DTYPES, cache_declared, "cache_declared")
+        self._plan = _cubinrt.KvAppendPlan(runtime._rt, num_kv_heads, head_dim, _code(DTYPES, in_dtype, "in_dtype"),
+                                           _code(DTYPES, cache_storage, "cache_storage"), self._declared, page_size,
+                                           _code(_LAYOUTS, layout, "layout"))
+
+    def run(self, k, v, slots, k_cache, v_cache, *, k_sf=None, v_sf=None, k_scale: float = 1.0, v_scale: float = 1.0,
+            stream: int | None = None) -> None:
+        """Launches on `stream` (default: the tensors' framework's current stream, as DecodePlan.run)."""
+        self._plan.run(k, v, slots, k_cache, v_cache, k_sf, v_sf, self._declared, k_scale, v_scale, stream)
+
+
 def selfcheck(device: int = 0, *, bundle_path: str | None = None, known_answer: bool = True):
     """The init-time self-check: (passed, no_gpu, total_ms, report text)."""
     return _cubinrt.selfcheck(device, bundle_path, known_answer)

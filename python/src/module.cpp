@@ -46,6 +46,12 @@ struct Plan {
   ~Plan() { cubinrt_decode_plan_destroy(h); }
 };
 
+struct AppendPlan {
+  cubinrt_kv_append_plan* h = nullptr;
+  nb::object runtime;  // keeps the runtime alive while the plan is
+  ~AppendPlan() { cubinrt_kv_append_plan_destroy(h); }
+};
+
 // One launch, the GIL released around it (an engine's other threads go on), its failure raised.
 void launch_checked(const Plan& p, const cubinrt_decode_args& a, void* stream) {
   cubinrt_status status;
@@ -203,8 +209,21 @@ uint64_t tensor_bytes(const cubinrt_tensor& t) {
   return n;
 }
 
-// The launch arguments from tensor objects, and the stream: the given one, else the framework's
-// current stream for q's device (the exchange API's), else the legacy default stream.
+// The stream a launch takes: the given one, else the framework's current stream for the lead
+// tensor's device (the exchange API's, else the package's hook), else the default stream.
+void* launch_stream(nb::handle stream, nb::handle lead, const DlExchangeApi* api, const cubinrt_tensor& lead_t) {
+  void* out = nullptr;
+  if (!stream.is_none()) {
+    out = reinterpret_cast<void*>(nb::cast<uintptr_t>(stream));
+  } else if (api != nullptr && api->current_work_stream != nullptr && lead_t.device_type == CUBINRT_DL_CUDA) {
+    if (api->current_work_stream(lead_t.device_type, lead_t.device_id, &out) != 0) throw nb::python_error();
+  } else if (api == nullptr && g_stream.is_valid() && !lead.is_none()) {
+    out = reinterpret_cast<void*>(nb::cast<uintptr_t>(g_stream(lead)));
+  }
+  return out;
+}
+
+// The launch arguments from tensor objects, and the stream (launch_stream, led by q).
 cubinrt_decode_args launch_args(nb::handle q, nb::handle k, nb::handle v, nb::handle block_table, nb::handle seq_lens, nb::handle out,
                                 nb::handle lse, int32_t kv_declared, float k_scale, float v_scale, float softmax_scale, nb::handle workspace,
                                 nb::handle stream, void** stream_out) {
@@ -217,14 +236,7 @@ cubinrt_decode_args launch_args(nb::handle q, nb::handle k, nb::handle v, nb::ha
   a.kv_declared = kv_declared, a.k_scale = k_scale, a.v_scale = v_scale, a.softmax_scale = softmax_scale;
   const cubinrt_tensor ws = any_tensor(workspace, "workspace");
   a.workspace = ws.data, a.workspace_bytes = tensor_bytes(ws);
-  *stream_out = nullptr;
-  if (!stream.is_none()) {
-    *stream_out = reinterpret_cast<void*>(nb::cast<uintptr_t>(stream));
-  } else if (q_api != nullptr && q_api->current_work_stream != nullptr && a.q.device_type == CUBINRT_DL_CUDA) {
-    if (q_api->current_work_stream(a.q.device_type, a.q.device_id, stream_out) != 0) throw nb::python_error();
-  } else if (q_api == nullptr && g_stream.is_valid() && !q.is_none()) {
-    *stream_out = reinterpret_cast<void*>(nb::cast<uintptr_t>(g_stream(q)));
-  }
+  *stream_out = launch_stream(stream, q, q_api, a.q);
   return a;
 }
 
@@ -366,6 +378,42 @@ NB_MODULE(_cubinrt, m) {
            nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(), nb::arg("block_table").none(), nb::arg("seq_lens").none(),
            nb::arg("out").none(), nb::arg("lse").none(), nb::arg("kv_declared"), nb::arg("k_scale"), nb::arg("v_scale"),
            nb::arg("softmax_scale"), nb::arg("workspace"), nb::arg("workspace_bytes"), nb::arg("stream"));
+
+  nb::class_<AppendPlan>(m, "KvAppendPlan")
+      .def("__init__",
+           [](AppendPlan* self, nb::object runtime, uint32_t num_kv_heads, uint32_t head_dim, int32_t in_dtype, int32_t cache_storage,
+              int32_t cache_declared, uint32_t page_size, int32_t layout) {
+             const Runtime& r = nb::cast<const Runtime&>(runtime);
+             cubinrt_kv_append_shape s;
+             cubinrt_kv_append_shape_init(&s);
+             s.num_kv_heads = num_kv_heads, s.head_dim = head_dim, s.in_dtype = in_dtype, s.cache_storage = cache_storage;
+             s.cache_declared = cache_declared, s.page_size = page_size, s.layout = layout;
+             cubinrt_kv_append_plan* h = nullptr;
+             check(cubinrt_kv_append_plan_create(r.h, &s, &h));
+             new (self) AppendPlan{h, runtime};
+           })
+      // Tensor objects in, one C call (the GIL released around it), nothing allocated on success.
+      .def("run",
+           [](const AppendPlan& p, nb::handle k, nb::handle v, nb::handle slots, nb::handle k_cache, nb::handle v_cache, nb::handle k_sf,
+              nb::handle v_sf, int32_t cache_declared, float k_scale, float v_scale, nb::handle stream) {
+             cubinrt_kv_append_args a;
+             cubinrt_kv_append_args_init(&a);
+             const DlExchangeApi* k_api = nullptr;
+             a.k = any_tensor(k, "k", &k_api), a.v = any_tensor(v, "v"), a.slots = any_tensor(slots, "slots");
+             a.k_cache = any_tensor(k_cache, "k_cache"), a.v_cache = any_tensor(v_cache, "v_cache");
+             a.k_sf = any_tensor(k_sf, "k_sf"), a.v_sf = any_tensor(v_sf, "v_sf");
+             a.cache_declared = cache_declared, a.k_scale = k_scale, a.v_scale = v_scale;
+             void* s = launch_stream(stream, k, k_api, a.k);
+             cubinrt_status status;
+             {
+               nb::gil_scoped_release unlocked;
+               status = cubinrt_kv_append_plan_launch(p.h, &a, s);
+             }
+             check(status);
+           },
+           nb::arg("k").none(), nb::arg("v").none(), nb::arg("slots").none(), nb::arg("k_cache").none(), nb::arg("v_cache").none(),
+           nb::arg("k_sf").none(), nb::arg("v_sf").none(), nb::arg("cache_declared"), nb::arg("k_scale"), nb::arg("v_scale"),
+           nb::arg("stream").none());
 
   m.def("_set_descriptor_fn", [](nb::object f) { g_descriptor = f.release(); });
   m.def("_set_stream_fn", [](nb::object f) { g_stream = f.release(); });

@@ -96,6 +96,27 @@ class OnTheStandInDriver(unittest.TestCase):
         q, k, v, table, lens, out = self.tensors()
         self.plan().run(q, k, v, table, lens, out, k_scale=0.5, v_scale=0.25)
 
+    def test_kv_append_plan_and_launch(self):
+        """The cache writer on vLLM's one-tensor cache (K and V views), NVFP4 with its scales."""
+        HKV, D, P, PAGES, T = self.HKV, self.D, self.P, self.PAGES, 5
+        w = cubinrt.KvAppendPlan(self.rt, num_kv_heads=HKV, head_dim=D, in_dtype="fp16", cache_storage="uint8",
+                                 cache_declared="nvfp4", page_size=P)
+        k = FakeCudaArray((T, HKV, D), "<f2")
+        v = FakeCudaArray((T, HKV, D), "<f2")
+        slots = FakeCudaArray((T,), "<i8")
+        row = D // 2 + D // 16  # vLLM's NVFP4 row: data, then scales, in one uint8 page
+        k_cache = FakeCudaArray((PAGES, P, HKV, D // 2), "|u1", strides=(2 * P * HKV * row, HKV * D // 2, D // 2, 1))
+        v_cache = FakeCudaArray((PAGES, P, HKV, D // 2), "|u1", strides=(2 * P * HKV * row, HKV * D // 2, D // 2, 1))
+        k_sf = FakeCudaArray((PAGES, P, HKV, D // 16), "|u1", strides=(2 * P * HKV * row, HKV * D // 16, D // 16, 1))
+        v_sf = FakeCudaArray((PAGES, P, HKV, D // 16), "|u1", strides=(2 * P * HKV * row, HKV * D // 16, D // 16, 1))
+        w.run(k, v, slots, k_cache, v_cache, k_sf=k_sf, v_sf=v_sf, k_scale=0.01, v_scale=0.02)
+        with self.assertRaises(cubinrt.Error) as e:
+            w.run(k, v, slots, k_cache, v_cache, k_scale=0.01, v_scale=0.02)
+        self.assertIn("k_sf is missing", str(e.exception))
+        with self.assertRaises(cubinrt.Error) as e:
+            cubinrt.KvAppendPlan(self.rt, num_kv_heads=HKV, head_dim=D, in_dtype="fp16", cache_storage="uint8", page_size=P)
+        self.assertIn("cubinrt never infers the encoding from storage", str(e.exception))
+
     def test_undeclared_uint8_kv_is_refused_at_plan(self):
         with self.assertRaises(cubinrt.Error) as e:
             self.plan(kv_declared=None)

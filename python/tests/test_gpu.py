@@ -135,6 +135,36 @@ class OnTheGpu(unittest.TestCase):
         report = "\n".join(f"| {a} | {b} | {c} | {e:.2e} |" for a, b, c, e in rows)
         print("\n| layout | q | KV | rel. error |\n|---|---|---|---|\n" + report)
 
+    def test_kv_append_then_decode(self):
+        """Tokens appended by cubinrt into a cache (bf16 as is, FP8 e4m3 as torch quantizes it), then
+        decoded from it against float64: the writer and the reader agree on the layout."""
+        B, Hq, Hkv, D, P = 2, 8, 2, 128, 16
+        q, table, lens, pages = self.problem(B=B, Hq=Hq, Hkv=Hkv, D=D, P=P, lens=(300, 77))
+        T = int(lens.sum())
+        # Token t of sequence b goes to its page and offset: slot = page * P + offset; padding at -1.
+        slot_list = [int(table[b, i // P]) * P + i % P for b in range(B) for i in range(int(lens[b]))]
+        slots = torch.tensor(slot_list[:5] + [-1] + slot_list[5:], dtype=torch.int64, device="cuda")
+        new_k = (torch.rand(T + 1, Hkv, D, generator=self.gen) * 8 - 4).to(torch.bfloat16).to("cuda")
+        new_v = (torch.rand(T + 1, Hkv, D, generator=self.gen) * 8 - 4).to(torch.bfloat16).to("cuda")
+        for declared, storage in ((None, "bf16"), ("fp8_e4m3", "uint8")):
+            dtype = torch.uint8 if storage == "uint8" else torch.bfloat16
+            cache = torch.zeros(pages, 2, P, Hkv, D, dtype=dtype, device="cuda")
+            w = cubinrt.KvAppendPlan(self.rt, num_kv_heads=Hkv, head_dim=D, in_dtype="bf16", cache_storage=storage,
+                                     cache_declared=declared, page_size=P)
+            k_scale, v_scale = (0.05, 0.025) if declared else (1.0, 1.0)
+            w.run(new_k, new_v, slots, cache[:, 0], cache[:, 1], k_scale=k_scale, v_scale=v_scale)
+            torch.cuda.synchronize()
+            keep = slots >= 0
+            if declared:  # the writer's bytes are torch's e4m3 of x / scale (values within 448: no saturation)
+                # (a CUDA 0-d divisor: torch divides by a Python scalar through its reciprocal)
+                want_k = (new_k[keep].float() / torch.full((), k_scale, device="cuda")).to(torch.float8_e4m3fn).view(torch.uint8)
+                got_k = cache[:, 0].reshape(-1, Hkv, D)[slots[keep]]
+                self.assertTrue(torch.equal(got_k, want_k), "FP8 K bytes differ from torch's quantization")
+            else:
+                self.assertTrue(torch.equal(cache[:, 1].reshape(-1, Hkv, D)[slots[keep]], new_v[keep]))
+            self.check(q, cache[:, 0], cache[:, 1], table, lens, "bf16", torch.bfloat16, declared, storage,
+                       k_scale=k_scale, v_scale=v_scale)
+
     def test_typed_float8_storage_is_its_own_declaration(self):
         q, table, lens, pages = self.problem(q_dtype=torch.float16)
         cache = self.cache(pages, 16, 2, 128, None, True, False).view(torch.float8_e4m3fn)

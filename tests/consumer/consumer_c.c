@@ -219,6 +219,56 @@ int main(void) {
   newer.future_field = 1;
   CHECK(cubinrt_decode_plan_launch(plan, &newer.args, NULL) == CUBINRT_ERROR_INVALID_ARGUMENT, "an unknown set field was accepted");
 
+  /* The cache writer: three new tokens, K 1.0 and V -3.0 everywhere, into an FP8 e4m3 cache at
+   * slots 3, -1 (padding: skipped) and 17, with k_scale 0.5 and v_scale 0.25: every written K byte
+   * is e4m3(2.0) = 0x40, every V byte e4m3(-12.0) = 0xd4, and the rest stays 0. */
+  {
+    enum { T = 3, CP = 2 };
+    static uint16_t k_new[T * HKV * D], v_new[T * HKV * D];
+    static uint8_t kc[CP * P * HKV * D], vc[CP * P * HKV * D];
+    const int64_t slots[T] = {3, -1, 17};
+    for (int i = 0; i < T * HKV * D; ++i) k_new[i] = bf16(1.f), v_new[i] = bf16(-3.f);
+    devptr dk = 0, dv = 0, dslots = 0, dkc = 0, dvc = 0;
+    CHECK(mem_alloc(&dk, sizeof k_new) == 0 && mem_alloc(&dv, sizeof v_new) == 0 && mem_alloc(&dslots, sizeof slots) == 0 &&
+              mem_alloc(&dkc, sizeof kc) == 0 && mem_alloc(&dvc, sizeof vc) == 0,
+          "cuMemAlloc failed");
+    copy_in(dk, k_new, sizeof k_new), copy_in(dv, v_new, sizeof v_new), copy_in(dslots, slots, sizeof slots);
+    copy_in(dkc, kc, sizeof kc), copy_in(dvc, vc, sizeof vc);
+    cubinrt_kv_append_shape ws;
+    cubinrt_kv_append_shape_init(&ws);
+    ws.num_kv_heads = HKV, ws.head_dim = D, ws.in_dtype = CUBINRT_DTYPE_BF16, ws.cache_storage = CUBINRT_DTYPE_UINT8;
+    ws.cache_declared = CUBINRT_DTYPE_FP8_E4M3, ws.page_size = P, ws.layout = CUBINRT_KV_NHD;
+    cubinrt_kv_append_plan* writer = NULL;
+    CALL(cubinrt_kv_append_plan_create(rt, &ws, &writer));
+    const int64_t tok_shape[3] = {T, HKV, D}, slot_shape[1] = {T}, cache_shape[4] = {CP, P, HKV, D};
+    cubinrt_kv_append_args w;
+    cubinrt_kv_append_args_init(&w);
+    w.k = tensor(dk, CUBINRT_DL_BFLOAT, 16, 3, tok_shape, NULL);
+    w.v = tensor(dv, CUBINRT_DL_BFLOAT, 16, 3, tok_shape, NULL);
+    w.slots = tensor(dslots, CUBINRT_DL_INT, 64, 1, slot_shape, NULL);
+    w.k_cache = tensor(dkc, CUBINRT_DL_UINT, 8, 4, cache_shape, NULL);
+    w.v_cache = tensor(dvc, CUBINRT_DL_UINT, 8, 4, cache_shape, NULL);
+    w.cache_declared = CUBINRT_DTYPE_FP8_E4M3, w.k_scale = 0.5f, w.v_scale = 0.25f;
+    CALL(cubinrt_kv_append_plan_launch(writer, &w, NULL));
+    CHECK(synchronize() == 0, "cuCtxSynchronize failed");
+    if (on_gpu) {
+      copy_out(kc, dkc, sizeof kc), copy_out(vc, dvc, sizeof vc);
+      int wrong = 0;
+      for (int slot = 0; slot < CP * P; ++slot)
+        for (int i = 0; i < HKV * D; ++i) {
+          const int written = slot == 3 || slot == 17;
+          wrong += kc[slot * HKV * D + i] != (written ? 0x40 : 0) || vc[slot * HKV * D + i] != (written ? 0xd4 : 0);
+        }
+      printf("kv_append: %d of %d cache bytes wrong\n", wrong, 2 * CP * P * HKV * D);
+      CHECK(wrong == 0, "kv_append wrote %d wrong bytes", wrong);
+    }
+    /* The same uint8 cache with no declared encoding is refused: never guessed. */
+    w.cache_declared = 0;
+    CHECK(cubinrt_kv_append_plan_launch(writer, &w, NULL) == CUBINRT_ERROR_INVALID_ARGUMENT, "an undeclared uint8 cache was accepted");
+    cubinrt_kv_append_plan_destroy(writer);
+    mem_free(dk), mem_free(dv), mem_free(dslots), mem_free(dkc), mem_free(dvc);
+  }
+
   mem_free(dq), mem_free(dcache), mem_free(dtable), mem_free(dlens), mem_free(dout);
   if (dws) mem_free(dws);
   cubinrt_decode_plan_destroy(plan);

@@ -269,9 +269,64 @@ static inline void cubinrt_decode_args_init(cubinrt_decode_args* a) {
   a->struct_size = sizeof *a;
 }
 
-/* Checks the tensors against the plan, then launches on `stream` (a CUstream or cudaStream_t;
- * NULL: the legacy default stream) in the calling thread's current context. */
+/* Checks the tensors against the plan, then launches on `stream` (a CUstream or cudaStream_t of
+ * the plan's device; NULL: that device's default stream, its context made current for the launch
+ * and the caller's put back). */
 CUBINRT_API cubinrt_status cubinrt_decode_plan_launch(const cubinrt_decode_plan* plan, const cubinrt_decode_args* args, void* stream);
+
+/* ---- the cache writer (see kv_append.hpp) ------------------------------------------------- */
+
+typedef struct cubinrt_kv_append_plan cubinrt_kv_append_plan;
+
+typedef struct cubinrt_kv_append_shape {
+  size_t struct_size;
+  uint32_t num_kv_heads;
+  uint32_t head_dim;           /* a multiple of 16 */
+  int32_t in_dtype;            /* the new tokens': CUBINRT_DTYPE_FP16 | CUBINRT_DTYPE_BF16 */
+  int32_t cache_storage;       /* the in dtype, or CUBINRT_DTYPE_UINT8 */
+  int32_t cache_declared;      /* 0: none; CUBINRT_DTYPE_FP8_E4M3 | _FP8_E5M2 | _NVFP4 for uint8 */
+  uint32_t page_size;
+  int32_t layout;              /* cubinrt_kv_layout of the cache */
+} cubinrt_kv_append_shape;
+
+static inline void cubinrt_kv_append_shape_init(cubinrt_kv_append_shape* s) {
+  memset(s, 0, sizeof *s);
+  s->struct_size = sizeof *s;
+}
+
+CUBINRT_API cubinrt_status cubinrt_kv_append_plan_create(const cubinrt_runtime* runtime, const cubinrt_kv_append_shape* shape,
+                                                         cubinrt_kv_append_plan** plan);
+CUBINRT_API void cubinrt_kv_append_plan_destroy(cubinrt_kv_append_plan* plan); /* NULL is ignored */
+
+/* One append's tensors (strides free within the kernels' alignment, as for the decode):
+ *   k, v          [num_tokens, num_kv_heads, head_dim], the in dtype, rows 16-byte aligned
+ *   slots         int64 [num_tokens]: page * page_size + offset; negative: padding, skipped
+ *   k_cache, v_cache  the decode's K and V: NHD [num_pages, page_size, num_kv_heads, row] or HND
+ *                 [num_pages, num_kv_heads, page_size, row], row = head_dim (16-bit, FP8) or
+ *                 head_dim / 2 (NVFP4, two codes a byte); uint8 (or float8) storage for FP8 and NVFP4
+ *   k_sf, v_sf    NVFP4 only: e4m3 block scales (uint8 or float8_e4m3fn), the cache's shape with
+ *                 row = head_dim / 16; data NULL otherwise */
+typedef struct cubinrt_kv_append_args {
+  size_t struct_size;
+  cubinrt_tensor k;
+  cubinrt_tensor v;
+  cubinrt_tensor slots;
+  cubinrt_tensor k_cache;
+  cubinrt_tensor v_cache;
+  cubinrt_tensor k_sf;
+  cubinrt_tensor v_sf;
+  int32_t cache_declared;      /* must be the plan's */
+  float k_scale;               /* FP8: stored = x / scale; NVFP4: the global decode scale */
+  float v_scale;
+} cubinrt_kv_append_args;
+
+static inline void cubinrt_kv_append_args_init(cubinrt_kv_append_args* a) {
+  memset(a, 0, sizeof *a);
+  a->struct_size = sizeof *a;
+}
+
+/* Checks the tensors against the plan, then launches on `stream` (as cubinrt_decode_plan_launch). */
+CUBINRT_API cubinrt_status cubinrt_kv_append_plan_launch(const cubinrt_kv_append_plan* plan, const cubinrt_kv_append_args* args, void* stream);
 
 #ifdef __cplusplus
 }

@@ -55,6 +55,7 @@ class KvAppendPlan {
   const KvAppendShape& shape() const { return shape_; }
   Dtype cache_dtype() const { return cache_dtype_; }
   const LoadedKernel& kernel() const { return *kernel_; }
+  const Runtime& runtime() const { return *runtime_; }
   // Checks the arguments against the plan, then launches on `stream` (NULL: the device's default
   // stream, as for the decode).
   Status launch(const KvAppendArgs& args, CUstream_st* stream) const;

@@ -9,6 +9,7 @@
 
 #include "c_api/c_handles.hpp"
 #include "c_api/c_status.hpp"
+#include "c_api/c_tensors.hpp"
 #include "family/family.hpp"
 #include "common/try.hpp"
 #include "loader/loaded_kernel.hpp"
@@ -21,89 +22,7 @@ namespace {
 constexpr size_t kShapeV1 = sizeof(cubinrt_decode_shape);
 constexpr size_t kPlanInfoV1 = sizeof(cubinrt_decode_plan_info);
 constexpr size_t kArgsV1 = sizeof(cubinrt_decode_args);
-
-// An element type a tensor may have: the dtypes of the table, and the index and LSE types.
-enum class Elem { fp16, bf16, fp8_e4m3, fp8_e5m2, uint8, int32, float32, other };
-
-Elem elem_of(const cubinrt_tensor& t) {
-  if (t.dtype_lanes != 1) return Elem::other;
-  switch (t.dtype_code) {
-    case CUBINRT_DL_FLOAT: return t.dtype_bits == 16 ? Elem::fp16 : t.dtype_bits == 32 ? Elem::float32 : Elem::other;
-    case CUBINRT_DL_BFLOAT: return t.dtype_bits == 16 ? Elem::bf16 : Elem::other;
-    case CUBINRT_DL_UINT: return t.dtype_bits == 8 ? Elem::uint8 : Elem::other;
-    case CUBINRT_DL_INT: return t.dtype_bits == 32 ? Elem::int32 : Elem::other;
-    case CUBINRT_DL_FLOAT8_E4M3FN: return t.dtype_bits == 8 ? Elem::fp8_e4m3 : Elem::other;
-    case CUBINRT_DL_FLOAT8_E5M2: return t.dtype_bits == 8 ? Elem::fp8_e5m2 : Elem::other;
-    default: return Elem::other;
-  }
-}
-
-Elem elem_of(Dtype d) {
-  switch (d) {
-    case Dtype::fp16: return Elem::fp16;
-    case Dtype::bf16: return Elem::bf16;
-    case Dtype::fp8_e4m3: return Elem::fp8_e4m3;
-    case Dtype::fp8_e5m2: return Elem::fp8_e5m2;
-    case Dtype::uint8: return Elem::uint8;
-    case Dtype::nvfp4: return Elem::other;
-  }
-  return Elem::other;
-}
-
-std::string_view elem_name(Elem e) {
-  switch (e) {
-    case Elem::fp16: return "float16";
-    case Elem::bf16: return "bfloat16";
-    case Elem::fp8_e4m3: return "float8_e4m3fn";
-    case Elem::fp8_e5m2: return "float8_e5m2";
-    case Elem::uint8: return "uint8";
-    case Elem::int32: return "int32";
-    case Elem::float32: return "float32";
-    case Elem::other: break;
-  }
-  return "another dtype";
-}
-
-std::string shape_text(const int64_t* v, int n) {
-  std::string s = "[";
-  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
-// The checks every tensor gets: present, on this runtime's device, of dtype `want`, with the
-// plan's shape and a unit innermost stride. Returns its element strides (all zero: C-contiguous).
-struct Strides {
-  int64_t v[CUBINRT_MAX_DIMS] = {};
-};
-// `rows`: the last dimension is head_dim (q, out, K, V), which the kernels read whole: stride 1.
-Result<Strides> check_tensor(const char* name, const cubinrt_tensor& t, Elem want, std::span<const int64_t> shape, int ordinal, bool rows = false) {
-  auto bad = [&](std::string m) { return fail(Errc::invalid_argument, fmt::format("paged decode launch: {} {}", name, m)); };
-  if (t.data == nullptr) return bad("is missing (its data pointer is NULL)");
-  if (t.device_type != CUBINRT_DL_CUDA && t.device_type != CUBINRT_DL_CUDA_MANAGED)
-    return bad(fmt::format("is on DLPack device type {}{}, not CUDA: cubinrt reads device memory of CUDA device {}", t.device_type,
-                           t.device_type == CUBINRT_DL_CPU ? " (CPU)" : "", ordinal));
-  if (t.device_id != ordinal) return bad(fmt::format("is on CUDA device {}, but this runtime runs on device {}", t.device_id, ordinal));
-  if (elem_of(t) != want)
-    return bad(fmt::format("has dtype {} (DLPack code {}, {} bits, {} lanes); the plan takes {}", elem_name(elem_of(t)), t.dtype_code,
-                           t.dtype_bits, t.dtype_lanes, elem_name(want)));
-  const int n = static_cast<int>(shape.size());
-  if (t.ndim != n) return bad(fmt::format("has {} dimensions; the plan takes {}: {}", t.ndim, n, shape_text(shape.data(), n)));
-  bool mismatch = false;
-  for (int i = 0; i < n; ++i) mismatch |= t.shape[i] != shape[i];
-  if (mismatch) return bad(fmt::format("has shape {}; the plan takes {}", shape_text(t.shape, n), shape_text(shape.data(), n)));
-  Strides s;
-  bool all_zero = true;
-  for (int i = 0; i < n; ++i) all_zero &= t.strides[i] == 0;
-  if (all_zero) {
-    int64_t step = 1;
-    for (int i = n - 1; i >= 0; --i) s.v[i] = step, step *= t.shape[i];
-    return s;
-  }
-  for (int i = 0; i < n; ++i) s.v[i] = t.strides[i];
-  if (rows && t.shape[n - 1] > 1 && s.v[n - 1] != 1)
-    return bad(fmt::format("has innermost stride {}; its last dimension must be contiguous (stride 1)", s.v[n - 1]));
-  return s;
-}
+constexpr std::string_view kLaunch = "paged decode launch";
 
 }  // namespace
 
@@ -193,24 +112,24 @@ cubinrt_status cubinrt_decode_plan_launch(const cubinrt_decode_plan* plan, const
 
     DecodeArgs a;
     const std::array<int64_t, 3> q_shape{B, Hq, D};
-    const Strides q = CUBINRT_TRY(check_tensor("q", c.q, q_elem, q_shape, ordinal, true));
-    const Strides out = CUBINRT_TRY(check_tensor("out", c.out, q_elem, q_shape, ordinal, true));
+    const Strides q = CUBINRT_TRY(check_tensor(kLaunch, "q", c.q, q_elem, q_shape, ordinal, true));
+    const Strides out = CUBINRT_TRY(check_tensor(kLaunch, "out", c.out, q_elem, q_shape, ordinal, true));
     // K and V: the page count is theirs (the cache's size); the rest is the plan's.
     const int64_t pages = c.k.ndim == 4 ? c.k.shape[0] : 0;
     const bool nhd = s.layout == KvLayout::nhd;
     const std::array<int64_t, 4> kv_shape = nhd ? std::array<int64_t, 4>{pages, P, Hkv, D} : std::array<int64_t, 4>{pages, Hkv, P, D};
-    const Strides k = CUBINRT_TRY(check_tensor("k", c.k, kv_elem, kv_shape, ordinal, true));
-    const Strides v = CUBINRT_TRY(check_tensor("v", c.v, kv_elem, kv_shape, ordinal, true));
-    const Strides table = CUBINRT_TRY(check_tensor("block_table", c.block_table, Elem::int32, std::array<int64_t, 2>{B, s.block_table_stride}, ordinal));
+    const Strides k = CUBINRT_TRY(check_tensor(kLaunch, "k", c.k, kv_elem, kv_shape, ordinal, true));
+    const Strides v = CUBINRT_TRY(check_tensor(kLaunch, "v", c.v, kv_elem, kv_shape, ordinal, true));
+    const Strides table = CUBINRT_TRY(check_tensor(kLaunch, "block_table", c.block_table, Elem::int32, std::array<int64_t, 2>{B, s.block_table_stride}, ordinal));
     if ((B > 1 && table.v[0] != s.block_table_stride) || (s.block_table_stride > 1 && table.v[1] != 1))
       return fail(Errc::invalid_argument, fmt::format("paged decode launch: block_table has strides ({}, {}); its rows must be contiguous "
                                                       "and {} entries apart (the plan's block_table_stride)",
                                                       table.v[0], table.v[1], s.block_table_stride));
-    const Strides lens = CUBINRT_TRY(check_tensor("seq_lens", c.seq_lens, Elem::int32, std::array<int64_t, 1>{B}, ordinal));
+    const Strides lens = CUBINRT_TRY(check_tensor(kLaunch, "seq_lens", c.seq_lens, Elem::int32, std::array<int64_t, 1>{B}, ordinal));
     if (B > 1 && lens.v[0] != 1)
       return fail(Errc::invalid_argument, fmt::format("paged decode launch: seq_lens has stride {}; it must be contiguous", lens.v[0]));
     if (c.lse.data != nullptr) {
-      const Strides lse = CUBINRT_TRY(check_tensor("lse", c.lse, Elem::float32, std::array<int64_t, 2>{B, Hq}, ordinal));
+      const Strides lse = CUBINRT_TRY(check_tensor(kLaunch, "lse", c.lse, Elem::float32, std::array<int64_t, 2>{B, Hq}, ordinal));
       a.lse = static_cast<float*>(c.lse.data);
       a.lse_strides = {lse.v[0], lse.v[1]};
     }

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "cubinrt/cubinrt.h"
+#include "cubinrt/kv_append.hpp"
 #include "cubinrt/paged_decode.hpp"
 #include "cubinrt/runtime.hpp"
 
@@ -14,6 +15,10 @@ struct cubinrt_runtime {
 
 struct cubinrt_decode_plan {
   cubinrt::DecodePlan plan;
+};
+
+struct cubinrt_kv_append_plan {
+  cubinrt::KvAppendPlan plan;
 };
 
 namespace cubinrt::c_api {

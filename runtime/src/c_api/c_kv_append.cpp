@@ -1,0 +1,117 @@
+// The C ABI's cache writer: kv_append plans and launches from DLPack-style tensor descriptors,
+// each checked (device, dtype, shape) before the C++ launch checks strides and alignment.
+#include <array>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "c_api/c_handles.hpp"
+#include "c_api/c_status.hpp"
+#include "c_api/c_tensors.hpp"
+#include "common/try.hpp"
+
+namespace cubinrt::c_api {
+namespace {
+
+constexpr size_t kShapeV1 = sizeof(cubinrt_kv_append_shape);
+constexpr size_t kArgsV1 = sizeof(cubinrt_kv_append_args);
+constexpr std::string_view kLaunch = "kv_append launch";
+
+// (page, token, head) strides from a cache tensor's dims in its layout.
+KvStrides in_layout(const Strides& s, bool nhd) { return nhd ? KvStrides{s.v[0], s.v[1], s.v[2]} : KvStrides{s.v[0], s.v[2], s.v[1]}; }
+
+}  // namespace
+}  // namespace cubinrt::c_api
+
+using namespace cubinrt;
+using namespace cubinrt::c_api;
+
+extern "C" {
+
+cubinrt_status cubinrt_kv_append_plan_create(const cubinrt_runtime* runtime, const cubinrt_kv_append_shape* shape, cubinrt_kv_append_plan** plan) {
+  return boundary("cubinrt_kv_append_plan_create", [&]() -> Status {
+    if (runtime == nullptr || plan == nullptr) return fail(Errc::invalid_argument, "cubinrt_kv_append_plan_create: runtime and plan must be non-NULL");
+    *plan = nullptr;
+    const cubinrt_kv_append_shape c = CUBINRT_TRY(read_struct(shape, "cubinrt_kv_append_shape", kShapeV1));
+    if (c.layout != CUBINRT_KV_NHD && c.layout != CUBINRT_KV_HND)
+      return fail(Errc::invalid_argument, fmt::format("cubinrt_kv_append_shape.layout is {}: CUBINRT_KV_NHD (0) or CUBINRT_KV_HND (1)", c.layout));
+    KvAppendShape s;
+    s.num_kv_heads = c.num_kv_heads;
+    s.head_dim = c.head_dim;
+    s.in_dtype = CUBINRT_TRY(dtype_of(c.in_dtype, "cubinrt_kv_append_shape.in_dtype"));
+    s.cache_storage = CUBINRT_TRY(dtype_of(c.cache_storage, "cubinrt_kv_append_shape.cache_storage"));
+    if (c.cache_declared != 0) s.cache_declared = CUBINRT_TRY(dtype_of(c.cache_declared, "cubinrt_kv_append_shape.cache_declared"));
+    s.page_size = c.page_size;
+    s.layout = c.layout == CUBINRT_KV_NHD ? KvLayout::nhd : KvLayout::hnd;
+    *plan = new cubinrt_kv_append_plan{CUBINRT_TRY(KvAppendPlan::create(*runtime->rt, s))};
+    return {};
+  });
+}
+
+void cubinrt_kv_append_plan_destroy(cubinrt_kv_append_plan* plan) { delete plan; }
+
+cubinrt_status cubinrt_kv_append_plan_launch(const cubinrt_kv_append_plan* plan, const cubinrt_kv_append_args* args, void* stream) {
+  return boundary("cubinrt_kv_append_plan_launch", [&]() -> Status {
+    if (plan == nullptr) return fail(Errc::invalid_argument, "cubinrt_kv_append_plan_launch: the plan is NULL");
+    const cubinrt_kv_append_args c = CUBINRT_TRY(read_struct(args, "cubinrt_kv_append_args", kArgsV1));
+    const KvAppendPlan& p = plan->plan;
+    const KvAppendShape& s = p.shape();
+    const int ordinal = p.runtime().device().ordinal;
+    const int64_t H = s.num_kv_heads, D = s.head_dim, P = s.page_size;
+    const bool nhd = s.layout == KvLayout::nhd, nvfp4 = p.cache_dtype() == Dtype::nvfp4;
+    const Elem in = elem_of(s.in_dtype);
+    // Tokens and pages are the tensors' own; the rest is the plan's.
+    const int64_t T = c.k.ndim == 3 ? c.k.shape[0] : 0, pages = c.k_cache.ndim == 4 ? c.k_cache.shape[0] : 0;
+    const Strides k = CUBINRT_TRY(check_tensor(kLaunch, "k", c.k, in, std::array<int64_t, 3>{T, H, D}, ordinal, true));
+    const Strides v = CUBINRT_TRY(check_tensor(kLaunch, "v", c.v, in, std::array<int64_t, 3>{T, H, D}, ordinal, true));
+    const Strides slots = CUBINRT_TRY(check_tensor(kLaunch, "slots", c.slots, Elem::int64, std::array<int64_t, 1>{T}, ordinal));
+    if (T > 1 && slots.v[0] != 1) return fail(Errc::invalid_argument, fmt::format("{}: slots has stride {}; it must be contiguous", kLaunch, slots.v[0]));
+    // A uint8 or typed FP8 cache tensor: its bytes are the declared encoding either way.
+    auto cache_elem = [&](const cubinrt_tensor& t) {
+      const Elem e = elem_of(t);
+      return s.cache_storage == Dtype::uint8 && (e == Elem::fp8_e4m3 || e == Elem::fp8_e5m2) ? Elem::uint8 : e;
+    };
+    const int64_t row = nvfp4 ? D / 2 : D;
+    const auto cache_shape = [&](int64_t r) { return nhd ? std::array<int64_t, 4>{pages, P, H, r} : std::array<int64_t, 4>{pages, H, P, r}; };
+    cubinrt_tensor kc = c.k_cache, vc = c.v_cache;
+    if (cache_elem(kc) == Elem::uint8) kc.dtype_code = CUBINRT_DL_UINT;
+    if (cache_elem(vc) == Elem::uint8) vc.dtype_code = CUBINRT_DL_UINT;
+    const Strides ks = CUBINRT_TRY(check_tensor(kLaunch, "k_cache", kc, elem_of(s.cache_storage), cache_shape(row), ordinal, true));
+    const Strides vs = CUBINRT_TRY(check_tensor(kLaunch, "v_cache", vc, elem_of(s.cache_storage), cache_shape(row), ordinal, true));
+    KvAppendArgs a;
+    a.k = c.k.data;
+    a.k_strides = {k.v[0], k.v[1]};
+    a.v = c.v.data;
+    a.v_strides = {v.v[0], v.v[1]};
+    a.slots = static_cast<const int64_t*>(c.slots.data);
+    a.num_tokens = static_cast<uint32_t>(T);
+    a.cache.k = c.k_cache.data;
+    a.cache.v = c.v_cache.data;
+    a.cache.storage = s.cache_storage;
+    if (c.cache_declared != 0) a.cache.declared = CUBINRT_TRY(dtype_of(c.cache_declared, "cubinrt_kv_append_args.cache_declared"));
+    a.cache.k_scale = c.k_scale;
+    a.cache.v_scale = c.v_scale;
+    a.cache.layout = s.layout;
+    a.cache.page_size = s.page_size;
+    a.cache.num_kv_heads = s.num_kv_heads;
+    a.cache.num_pages = pages;
+    a.cache.k_strides = in_layout(ks, nhd);
+    a.cache.v_strides = in_layout(vs, nhd);
+    if (nvfp4) {
+      cubinrt_tensor ksf = c.k_sf, vsf = c.v_sf;
+      if (elem_of(ksf) == Elem::fp8_e4m3) ksf.dtype_code = CUBINRT_DL_UINT;  // e4m3 scales as uint8 or float8_e4m3fn
+      if (elem_of(vsf) == Elem::fp8_e4m3) vsf.dtype_code = CUBINRT_DL_UINT;
+      const Strides kf = CUBINRT_TRY(check_tensor(kLaunch, "k_sf", ksf, Elem::uint8, cache_shape(D / 16), ordinal, true));
+      const Strides vf = CUBINRT_TRY(check_tensor(kLaunch, "v_sf", vsf, Elem::uint8, cache_shape(D / 16), ordinal, true));
+      const KvStrides kfs = in_layout(kf, nhd), vfs = in_layout(vf, nhd);
+      if (kfs.page != vfs.page || kfs.token != vfs.token || kfs.head != vfs.head)
+        return fail(Errc::invalid_argument, fmt::format("{}: k_sf and v_sf have different strides; they are views of one layout", kLaunch));
+      a.cache.k_sf = c.k_sf.data;
+      a.cache.v_sf = c.v_sf.data;
+      a.cache.sf_strides = kfs;
+    }
+    return p.launch(a, static_cast<CUstream_st*>(stream));
+  });
+}
+
+}  // extern "C"
