@@ -34,6 +34,7 @@
 #include "common/version.hpp"
 #include "driver/driver.hpp"
 #include "loader/loaded_kernel.hpp"
+#include "cubinrt/kv_append.hpp"
 #include "cubinrt/paged_decode.hpp"
 #include "select/select.hpp"
 #include "cubinrt/selfcheck.hpp"
@@ -336,6 +337,69 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
                  per_launch_us / c.launch_us));
 }
 
+// kv_append: new tokens of 8 kv heads of 128 into a cache of each dtype, bytes read plus written
+// over the copy ceiling, and over a copy of the same bytes (cuMemcpyDtoD: at 64 tokens both are a
+// launch's latency, not bandwidth).
+void bench_append(const Runtime& rt, const BenchKernels& k, const Ceilings& c) {
+  md("\n| kv_append | cache | tokens | time (us) | bytes read + written | TB/s | / copy BW | copy of the same bytes (us) | / that copy |\n"
+     "|---|---|---|---|---|---|---|---|---|");
+  constexpr uint32_t H = 8, D = 128, P = 16;
+  for (const uint32_t T : {64u, 8192u}) {
+    for (const Dtype cache : {Dtype::bf16, Dtype::fp8_e4m3, Dtype::nvfp4}) {
+      const bool narrow = cache != Dtype::bf16, nvfp4 = cache == Dtype::nvfp4;
+      const KvAppendPlan plan = value_or_die(KvAppendPlan::create(rt, {.num_kv_heads = H, .head_dim = D, .in_dtype = Dtype::bf16,
+                                                                      .cache_storage = narrow ? Dtype::uint8 : Dtype::bf16,
+                                                                      .cache_declared = narrow ? std::optional<Dtype>(cache) : std::nullopt,
+                                                                      .page_size = P}),
+                                             "kv_append plan");
+      const int64_t pages = (T + P - 1) / P, row = nvfp4 ? D / 2 : narrow ? D : 2 * D;  // bytes a row
+      const size_t in_bytes = size_t{T} * H * D * 2, cache_bytes = size_t(pages) * P * H * row, sf_bytes = nvfp4 ? size_t(pages) * P * H * D / 16 : 0;
+      CUdeviceptr kin = 0, vin = 0, slots = 0, kc = 0, vc = 0, ksf = 0, vsf = 0;
+      for (auto [p, n] : {std::pair{&kin, in_bytes}, {&vin, in_bytes}, {&slots, size_t{T} * 8}, {&kc, cache_bytes}, {&vc, cache_bytes},
+                          {&ksf, std::max<size_t>(sf_bytes, 256)}, {&vsf, std::max<size_t>(sf_bytes, 256)}})
+        check(g_d->cuMemAlloc(p, n), "cuMemAlloc");
+      fill(k, kin, in_bytes / 2, 16, Dtype::bf16, 11);
+      fill(k, vin, in_bytes / 2, 16, Dtype::bf16, 12);
+      std::vector<int64_t> slot(T);
+      std::iota(slot.begin(), slot.end(), 0);
+      std::shuffle(slot.begin(), slot.end(), std::mt19937(5));
+      check(g_d->cuMemcpyHtoD(slots, slot.data(), slot.size() * 8), "cuMemcpyHtoD");
+      KvAppendArgs a;
+      a.k = reinterpret_cast<void*>(kin);
+      a.v = reinterpret_cast<void*>(vin);
+      a.slots = reinterpret_cast<const int64_t*>(slots);
+      a.num_tokens = T;
+      a.cache = {reinterpret_cast<void*>(kc), reinterpret_cast<void*>(vc), narrow ? Dtype::uint8 : Dtype::bf16,
+                 narrow ? std::optional<Dtype>(cache) : std::nullopt, 0.05f, 0.05f, reinterpret_cast<void*>(ksf), KvLayout::nhd, P, H, pages};
+      a.cache.v_sf = reinterpret_cast<void*>(vsf);
+      auto launch = [&] {
+        if (auto ok = plan.launch(a, nullptr); !ok) {
+          fmt::print(stderr, "{}\n", ok.error().message);
+          std::exit(1);
+        }
+      };
+      Events ev;
+      for (int i = 0; i < 3; ++i) launch();
+      check(g_d->cuCtxSynchronize(), "cuCtxSynchronize");
+      std::vector<double> ms, copy_ms;
+      for (int i = 0; i < 25; ++i) ms.push_back(ev.time(launch));
+      const double moved = 2.0 * in_bytes + 2.0 * (size_t{T} * H * row + (nvfp4 ? size_t{T} * H * D / 16 : 0));
+      // The same bytes copied (read + write = moved): half of them, device to device.
+      CUdeviceptr from = 0, to = 0;
+      const size_t half = static_cast<size_t>(moved / 2);
+      check(g_d->cuMemAlloc(&from, half), "cuMemAlloc");
+      check(g_d->cuMemAlloc(&to, half), "cuMemAlloc");
+      for (int i = 0; i < 25; ++i) copy_ms.push_back(ev.time([&] { check(g_d->cuMemcpyDtoD(to, from, half), "cuMemcpyDtoD"); }));
+      g_d->cuMemFree(from);
+      g_d->cuMemFree(to);
+      const double t = median(ms), tc = median(copy_ms), tbps = moved / (t * 1e-3) / 1e12;
+      md(fmt::format("| bf16 -> {} | {} | {} | {:.1f} | {:.0f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", dtype_name(cache), nvfp4 ? "NHD + scales" : "NHD", T,
+                     t * 1e3, moved, tbps, tbps / c.copy_tbps, tc * 1e3, tc / t));
+      for (CUdeviceptr p : {kin, vin, slots, kc, vc, ksf, vsf}) g_d->cuMemFree(p);
+    }
+  }
+}
+
 // Milliseconds a launch of `setup` takes on the current device, in the window the every-GPU mode
 // compares: 10 timings of 20 back-to-back launches, the median.
 double windowed_ms(const DecodeSetup& setup) {
@@ -467,7 +531,7 @@ void bench_selfcheck(const std::shared_ptr<const DriverApi>& drv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, sweep = false, grid = false, replay = false, devices = false;
+  bool quick = false, sweep = false, grid = false, replay = false, devices = false, append = false;
   std::optional<std::filesystem::path> bundle_path;
   std::string only;
   CLI::App app{"cubinrt_bench: paged decode against ceilings measured in the same run (docs/benchmarks.md)"};
@@ -482,6 +546,7 @@ int main(int argc, char** argv) {
                                    "per launch, against a bare launch replayed the same way");
   app.add_flag("--devices", devices, "instead of the issue's shapes: B64 L8192 32q/8kv D128 on every GPU alone, then on all at once "
                                      "(one thread a device), as KV TB/s and their ratio");
+  app.add_flag("--append", append, "instead of the issue's shapes: kv_append of 64 and 8192 tokens into bf16, FP8 and NVFP4 caches");
   CLI11_PARSE(app, argc, argv);
   auto drv = value_or_die(open_driver(), "driver");
   g_d = drv.get();
@@ -500,6 +565,11 @@ int main(int argc, char** argv) {
   const Ceilings c = measure_ceilings(k, rt->device().multiprocessors);
   md(fmt::format("| ceiling | value |\n|---|---|\n| copy bandwidth (2 GiB cuMemcpyDtoD, read + write) | {:.2f} TB/s |\n| read bandwidth (2 GiB read by a kernel that only reads) | {:.2f} TB/s |\n| bare launch (empty kernel, 2000 back to back) | {:.2f} us |\n| bare launch, single (empty kernel between two events, median of 25) | {:.2f} us |",
                  c.copy_tbps, c.read_tbps, c.launch_us, c.single_us));
+  if (append) {
+    bench_append(*rt, k, c);
+    if (const char* path = std::getenv("CUBINRT_BENCH_MD")) std::ofstream(path) << g_md;
+    return 0;
+  }
   if (!replay)
     md("\n| shape | kv | splits | kernel | time (us) | / bare single | KV TB/s | / copy BW | / read BW | us per launch, back to back | / bare launch |\n"
        "|---|---|---|---|---|---|---|---|---|---|---|");

@@ -38,6 +38,8 @@ for step in "$@"; do
       done 2>&1 | tee "$OUT/experiments.log" ;;
     grid)  # the regression table: batch x tokens, bf16 and FP8, KV TB/s over the copy ceiling
       CUBINRT_BENCH_MD=$OUT/grid.md ./$D/cubinrt_bench --quick --grid 2>&1 | tee "$OUT/grid.log"; rc=$((rc | PIPESTATUS[0])) ;;
+    append)  # kv_append: 64 and 8192 tokens into bf16, FP8 and NVFP4 caches, against the copy ceiling
+      CUBINRT_BENCH_MD=$OUT/append.md ./$D/cubinrt_bench --quick --append 2>&1 | tee "$OUT/append.log"; rc=$((rc | PIPESTATUS[0])) ;;
     replay)  # small batches under CUDA-graph replay, against a bare launch replayed the same way
       CUBINRT_BENCH_MD=$OUT/replay.md ./$D/cubinrt_bench --quick --replay 2>&1 | tee "$OUT/replay.log"; rc=$((rc | PIPESTATUS[0])) ;;
     sweep)  # small batches and short sequences: the planner's merge against the workspace's
