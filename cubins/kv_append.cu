@@ -1,9 +1,9 @@
 // kv_append: new K and V tokens written into a paged cache (kv_append_abi.h), in the cache's
 // dtype: copied as they are (the input's 16-bit dtype), FP8 (x / scale, rounded to nearest and
 // saturated, as vLLM's cache writer does), or NVFP4 (for each 16 elements an e4m3 scale
-// amax / (6 * global scale), then each element / (scale * global scale) rounded to the nearest
-// e2m1, ties to even, saturated at 6; two codes a byte, the even element in the low nibble). The
-// arithmetic is float32 with explicitly rounded division and product, so the host reference
+// amax / (6 * global scale), then each element times 1 / (scale * global scale) rounded to the
+// nearest e2m1, ties to even, saturated at 6; two codes a byte, the even element in the low
+// nibble). The arithmetic is float32 with explicitly rounded operations, so the host reference
 // (runtime/src/families/kv_append/reference.cpp) reproduces every byte. Negative slots (padding
 // tokens) and slots past the cache are skipped.
 //
@@ -95,11 +95,14 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V1_FIELDS(CUBINRT_PARAM_DECL_))
         for (int i = 0; i < kChunk; ++i) amax = fmaxf(amax, fabsf(x[i]));
         const __nv_fp8_storage_t sf = __nv_cvt_float_to_fp8(__fdiv_rn(amax, __fmul_rn(6.f, scale)), __NV_SATFINITE, __NV_E4M3);
         const float sf_value = __half2float(__half(__nv_cvt_fp8_to_halfraw(sf, __NV_E4M3)));
+        // One correctly rounded reciprocal a block, then products (as FlashInfer and vLLM write it:
+        // x * 1 / (scale * global)), 16 divisions fewer.
         const float denom = __fmul_rn(sf_value, scale);
         uint32_t w[2] = {0, 0};
         if (denom != 0.f) {
+          const float inv = __frcp_rn(denom);
 #pragma unroll
-          for (int i = 0; i < kChunk; ++i) w[i / 8] |= e2m1(__fdiv_rn(x[i], denom)) << (4 * (i % 8));
+          for (int i = 0; i < kChunk; ++i) w[i / 8] |= e2m1(__fmul_rn(x[i], inv)) << (4 * (i % 8));
         }
         *reinterpret_cast<uint2*>(static_cast<uint8_t*>(is_v ? v_cache : k_cache) + at + j * (kChunk / 2)) = make_uint2(w[0], w[1]);
         (is_v ? v_sf : k_sf)[page * sf_stride_page + offset * sf_stride_token + head * sf_stride_head + j] = sf;

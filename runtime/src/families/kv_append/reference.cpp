@@ -59,8 +59,9 @@ void append(const Problem& p, HostCache& cache) {
             for (int i = 0; i < kChunk; ++i) amax = std::max(amax, std::fabs(x32[i] = static_cast<float>(element_value(p.in_dtype, e[i]))));
             const uint8_t sf = encode_fp8(Dtype::fp8_e4m3, amax / (6.f * scale));
             const float denom = static_cast<float>(element_value(Dtype::fp8_e4m3, sf)) * scale;
+            const float inv = denom != 0.f ? 1.f / denom : 0.f;  // the kernel's __frcp_rn: correctly rounded
             for (int i = 0; i < kChunk; i += 2) {
-              const uint8_t lo = denom != 0.f ? encode_e2m1(x32[i] / denom) : 0, hi = denom != 0.f ? encode_e2m1(x32[i + 1] / denom) : 0;
+              const uint8_t lo = denom != 0.f ? encode_e2m1(x32[i] * inv) : 0, hi = denom != 0.f ? encode_e2m1(x32[i + 1] * inv) : 0;
               out[at + j * (kChunk / 2) + i / 2] = static_cast<uint8_t>(lo | (hi << 4));
             }
             (side ? cache.v_sf : cache.k_sf)[page * p.sf_strides.page + offset * p.sf_strides.token + h * p.sf_strides.head + j] = sf;
