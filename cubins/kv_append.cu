@@ -37,9 +37,13 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162f
 __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 
 // The nearest e2m1 code of x (ties to the even code), saturated at +-6; the sign bit from x's.
+// Below 2 the codes step by 0.5 (code = rint(2m)), from 2 to 4 by 1 (code = rint(m) + 2), then
+// 4 and 6; rint rounds ties to even, which is the even code on each grid.
 __device__ __forceinline__ uint32_t e2m1(float x) {
   const float m = fabsf(x);
-  uint32_t c = !(m > 0.25f) ? 0u : m < 0.75f ? 1u : m <= 1.25f ? 2u : m < 1.75f ? 3u : m <= 2.5f ? 4u : m < 3.5f ? 5u : m <= 5.f ? 6u : 7u;
+  const uint32_t c = !(m >= 2.f) ? static_cast<uint32_t>(__float2uint_rn(2.f * m))  // NaN: 0, as the reference
+                     : m < 4.f ? static_cast<uint32_t>(__float2uint_rn(m)) + 2u
+                               : (m <= 5.f ? 6u : 7u);
   return c | (signbit(x) ? 8u : 0u);
 }
 
@@ -52,20 +56,25 @@ extern "C" __device__ const char CUBINRT_CAT_(cubinrt_key_, CUBINRT_KERNEL)[] = 
 #define CUBINRT_LIST_(...) CUBINRT_DROP_FIRST_(__VA_ARGS__)
 extern "C" __global__ void __launch_bounds__(CUBINRT_KV_APPEND_THREADS)
 CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V1_FIELDS(CUBINRT_PARAM_DECL_))) {
-  const int64_t chunks_per_row = head_dim / kChunk;
-  const int64_t rows_per_side = int64_t{num_tokens} * num_kv_heads;
-  const int64_t chunks = 2 * rows_per_side * chunks_per_row;
-  for (int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; c < chunks; c += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t row = c / chunks_per_row, j = c % chunks_per_row;
+  // Index arithmetic in 32 bits (the launch keeps every chunk index below 2^31: kv_append_abi.h),
+  // and a slot's page and offset too while the cache's slots fit 32 bits: 64-bit division costs
+  // more than this kernel's arithmetic.
+  const uint32_t chunks_per_row = static_cast<uint32_t>(head_dim) / kChunk, heads = static_cast<uint32_t>(num_kv_heads);
+  const uint32_t rows_per_side = static_cast<uint32_t>(num_tokens) * heads;
+  const uint32_t chunks = 2 * rows_per_side * chunks_per_row;
+  const bool small_cache = num_slots <= 0xffffffffll;
+  for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += gridDim.x * blockDim.x) {
+    const uint32_t row = c / chunks_per_row, j = c % chunks_per_row;
     const bool is_v = row >= rows_per_side;
-    const int64_t r = is_v ? row - rows_per_side : row;
-    const int64_t token = r / num_kv_heads, head = r % num_kv_heads;
+    const uint32_t r = is_v ? row - rows_per_side : row;
+    const uint32_t token = r / heads, head = r % heads;
     const int64_t slot = slots[token];
     if (slot < 0 || slot >= num_slots) continue;  // padding, or past the cache
-    const int64_t page = slot / page_size, offset = slot % page_size;
-    const In* src = static_cast<const In*>(is_v ? v_in : k_in) + token * (is_v ? v_in_stride_token : k_in_stride_token) +
-                    head * (is_v ? v_in_stride_head : k_in_stride_head) + j * kChunk;
-    const int64_t at = page * cache_stride_page + offset * cache_stride_token + head * cache_stride_head;  // storage elements
+    const int64_t page = small_cache ? static_cast<uint32_t>(slot) / static_cast<uint32_t>(page_size) : slot / page_size;
+    const int64_t offset = small_cache ? static_cast<uint32_t>(slot) % static_cast<uint32_t>(page_size) : slot % page_size;
+    const In* src = static_cast<const In*>(is_v ? v_in : k_in) + int64_t{token} * (is_v ? v_in_stride_token : k_in_stride_token) +
+                    int64_t{head} * (is_v ? v_in_stride_head : k_in_stride_head) + int64_t{j} * kChunk;
+    const int64_t at = page * cache_stride_page + offset * cache_stride_token + int64_t{head} * cache_stride_head;  // storage elements
     uint4 raw[2];
     raw[0] = reinterpret_cast<const uint4*>(src)[0];
     raw[1] = reinterpret_cast<const uint4*>(src)[1];

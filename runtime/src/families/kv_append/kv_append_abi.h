@@ -5,7 +5,8 @@
 //
 // Launch: 1-D grid of blocks of CUBINRT_KV_APPEND_THREADS threads; a thread takes one 16-element
 // chunk of one row (a token's head of K or of V): num_tokens * num_kv_heads * 2 * head_dim / 16
-// chunks in all, walked grid-stride. head_dim is a multiple of 16 (an NVFP4 scale block).
+// chunks in all, walked grid-stride, fewer than 2^31 (the plan refuses more tokens in one launch).
+// head_dim is a multiple of 16 (an NVFP4 scale block).
 #ifndef CUBINRT_ABI_KV_APPEND_V1_H
 #define CUBINRT_ABI_KV_APPEND_V1_H
 

@@ -72,7 +72,11 @@ Status KvAppendPlan::launch(const KvAppendArgs& a, CUstream_st* stream) const {
   const KvAppendShape& s = shape_;
   auto bad = [](std::string m) { return fail(Errc::invalid_argument, fmt::format("{}: {}", kLaunch, m)); };
   if (a.num_tokens == 0) return {};
-  if (a.num_tokens > 0x7fffffffu) return bad(fmt::format("{} tokens are more than one launch takes", a.num_tokens));
+  // The kernel indexes 16-element chunks in 32 bits (kv_append_abi.h).
+  const uint64_t chunks = uint64_t{a.num_tokens} * s.num_kv_heads * 2 * (s.head_dim / CUBINRT_KV_APPEND_CHUNK);
+  if (chunks >= (uint64_t{1} << 31))
+    return bad(fmt::format("{} tokens of {} kv heads of {} are more than one launch takes (at most 2^31 chunks of 16 elements); split them",
+                           a.num_tokens, s.num_kv_heads, s.head_dim));
   const KvCacheDesc& c = a.cache;
   if (!a.k || !a.v || !a.slots || !c.k || !c.v) return bad("k, v, slots, cache.k and cache.v must all be non-null");
   if (c.storage != s.cache_storage || c.declared != s.cache_declared)
@@ -146,10 +150,9 @@ Status KvAppendPlan::launch(const KvAppendArgs& a, CUstream_st* stream) const {
   size_t size = param_bytes_;
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &p, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
   // One thread a 16-element chunk, grid-stride past full waves of the kernel's occupancy.
-  const int64_t chunks = 2 * T * H * (D / CUBINRT_KV_APPEND_CHUNK);
   const int64_t wave = int64_t{std::max(1, runtime_->device().multiprocessors)} * std::max(1, kernel_->blocks_per_sm);
   CUlaunchConfig config{};
-  config.gridDimX = static_cast<unsigned>(std::clamp<int64_t>((chunks + kernel_->block_threads - 1) / kernel_->block_threads, 1, 4 * wave));
+  config.gridDimX = static_cast<unsigned>(std::clamp<int64_t>((static_cast<int64_t>(chunks) + kernel_->block_threads - 1) / kernel_->block_threads, 1, 4 * wave));
   config.gridDimY = config.gridDimZ = 1;
   config.blockDimX = kernel_->block_threads;
   config.blockDimY = config.blockDimZ = 1;

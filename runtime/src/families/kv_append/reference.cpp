@@ -96,19 +96,23 @@ Problem make_problem(Dtype in_dtype, Dtype cache_dtype, int tokens, uint64_t see
   const size_t n = size_t{static_cast<size_t>(tokens)} * p.num_kv_heads * p.head_dim;
   p.k_in.resize(n);
   p.v_in.resize(n);
+  // Token 5's first block: NVFP4's rounding ties. Its maximum 6 * 0.25 makes the block scale
+  // exactly 0.5 at a global scale of 0.5, so each element lands on a tie between two codes.
+  static constexpr float kTies[kChunk] = {6, 0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5, -0.25f, -0.75f, -1.25f, -1.75f, -2.5f, -3.5f, -5, 0.1f};
   for (size_t i = 0; i < n; ++i) {
     // Token 3's first block all zero (an NVFP4 scale of 0); token 4's first head 300 times larger
     // (past FP8 e4m3's 448 at the scales below: saturated).
     const size_t token = i / (p.num_kv_heads * p.head_dim), within = i % (p.num_kv_heads * p.head_dim);
     const float gain = token == 4 && within < size_t(p.head_dim) ? 300.f : 1.f;
-    const bool zero = token == 3 && within < kChunk;
-    p.k_in[i] = encode_float16(in_dtype, zero ? 0.f : gain * unit(rng));
-    p.v_in[i] = encode_float16(in_dtype, zero ? 0.f : gain * unit(rng));
+    const bool zero = token == 3 && within < kChunk, ties = token == 5 && within < kChunk;
+    const float k = ties ? 0.25f * kTies[within] : zero ? 0.f : gain * unit(rng), v = ties ? 0.25f * kTies[within] : zero ? 0.f : gain * unit(rng);
+    p.k_in[i] = encode_float16(in_dtype, k);
+    p.v_in[i] = encode_float16(in_dtype, v);
   }
-  // FP8: stored = x / scale. NVFP4: the global scale, amax / (448 * 6) of the whole input, so
-  // that every block scale fits e4m3 (the convention of FlashInfer's tests).
+  // FP8: stored = x / scale. NVFP4: the global scale 0.5 keeps every block scale (at most
+  // 1200 / 3) within e4m3's 448, and token 5's ties exact.
   if (cache_dtype == Dtype::nvfp4) {
-    p.k_scale = p.v_scale = 1200.f / (448.f * 6.f);
+    p.k_scale = p.v_scale = 0.5f;
   } else {
     p.k_scale = 0.5f;
     p.v_scale = 0.25f;
