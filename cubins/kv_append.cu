@@ -47,6 +47,49 @@ __device__ __forceinline__ uint32_t e2m1(float x) {
   return c | (signbit(x) ? 8u : 0u);
 }
 
+// One 16-element chunk of K or V, converted to the cache's dtype and stored at storage element
+// `at` of its row (and, NVFP4, its block scale at byte `sf_at`).
+__device__ __forceinline__ void write_chunk(const uint4 (&raw)[2], float scale, void* cache, uint8_t* sf, int64_t at, int64_t sf_at) {
+  if constexpr (kCache == kIn) {
+    uint4* dst = reinterpret_cast<uint4*>(static_cast<In*>(cache) + at);
+    dst[0] = raw[0];
+    dst[1] = raw[1];
+  } else {
+    float x[kChunk];
+    const In* e = reinterpret_cast<const In*>(raw);
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) x[i] = to_float(e[i]);
+    if constexpr (CUBINRT_DTYPE_IS_FP8(kCache)) {
+      constexpr __nv_fp8_interpretation_t kind = kCache == CUBINRT_DTYPE_FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
+      uint32_t w[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const __nv_fp8x2_storage_t lo = __nv_cvt_float2_to_fp8x2(make_float2(__fdiv_rn(x[4 * q], scale), __fdiv_rn(x[4 * q + 1], scale)), __NV_SATFINITE, kind);
+        const __nv_fp8x2_storage_t hi = __nv_cvt_float2_to_fp8x2(make_float2(__fdiv_rn(x[4 * q + 2], scale), __fdiv_rn(x[4 * q + 3], scale)), __NV_SATFINITE, kind);
+        w[q] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+      }
+      *reinterpret_cast<uint4*>(static_cast<uint8_t*>(cache) + at) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+      float amax = 0.f;
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) amax = fmaxf(amax, fabsf(x[i]));
+      const __nv_fp8_storage_t code = __nv_cvt_float_to_fp8(__fdiv_rn(amax, __fmul_rn(6.f, scale)), __NV_SATFINITE, __NV_E4M3);
+      const float sf_value = __half2float(__half(__nv_cvt_fp8_to_halfraw(code, __NV_E4M3)));
+      // One correctly rounded reciprocal a block, then products (as FlashInfer and vLLM write it:
+      // x * 1 / (scale * global)), 16 divisions fewer.
+      const float denom = __fmul_rn(sf_value, scale);
+      uint32_t w[2] = {0, 0};
+      if (denom != 0.f) {
+        const float inv = __frcp_rn(denom);
+#pragma unroll
+        for (int i = 0; i < kChunk; ++i) w[i / 8] |= e2m1(__fmul_rn(x[i], inv)) << (4 * (i % 8));
+      }
+      *reinterpret_cast<uint2*>(static_cast<uint8_t*>(cache) + at) = make_uint2(w[0], w[1]);
+      sf[sf_at] = code;
+    }
+  }
+}
+
 #define CUBINRT_CAT2_(a, b) a##b
 #define CUBINRT_CAT_(a, b) CUBINRT_CAT2_(a, b)
 // The key this kernel is (the reader checks it against the manifest); the unit source defines it.
@@ -58,65 +101,33 @@ extern "C" __global__ void __launch_bounds__(CUBINRT_KV_APPEND_THREADS)
 CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V1_FIELDS(CUBINRT_PARAM_DECL_))) {
   // Index arithmetic in 32 bits (the launch keeps every chunk index below 2^31: kv_append_abi.h),
   // and a slot's page and offset too while the cache's slots fit 32 bits: 64-bit division costs
-  // more than this kernel's arithmetic.
+  // more than this kernel's arithmetic. A quantizing thread takes a chunk of K and the same chunk
+  // of V (one index computation, four loads in flight, issued before the slot is known); a
+  // copying one takes one chunk (more threads in flight: runs 62-63).
+  constexpr uint32_t kSides = kCache == kIn ? 2 : 1;  // work items a row holds per chunk
   const uint32_t chunks_per_row = static_cast<uint32_t>(head_dim) / kChunk, heads = static_cast<uint32_t>(num_kv_heads);
-  const uint32_t rows_per_side = static_cast<uint32_t>(num_tokens) * heads;
-  const uint32_t chunks = 2 * rows_per_side * chunks_per_row;
+  const uint32_t rows = static_cast<uint32_t>(num_tokens) * heads, items = kSides * rows * chunks_per_row;
   const bool small_cache = num_slots <= 0xffffffffll;
-  for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += gridDim.x * blockDim.x) {
-    const uint32_t row = c / chunks_per_row, j = c % chunks_per_row;
-    const bool is_v = row >= rows_per_side;
-    const uint32_t r = is_v ? row - rows_per_side : row;
-    const uint32_t token = r / heads, head = r % heads;
+  for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < items; c += gridDim.x * blockDim.x) {
+    const uint32_t side_row = c / chunks_per_row, j = c % chunks_per_row;
+    const bool only_v = kSides == 2 && side_row >= rows;  // copying: items of V follow those of K
+    const uint32_t row = only_v ? side_row - rows : side_row;
+    const uint32_t token = row / heads, head = row % heads;
     const int64_t slot = slots[token];
+    const In* ks = static_cast<const In*>(k_in) + int64_t{token} * k_in_stride_token + int64_t{head} * k_in_stride_head + int64_t{j} * kChunk;
+    const In* vs = static_cast<const In*>(v_in) + int64_t{token} * v_in_stride_token + int64_t{head} * v_in_stride_head + int64_t{j} * kChunk;
+    uint4 kr[2], vr[2];
+    if (kSides == 1 || !only_v) kr[0] = reinterpret_cast<const uint4*>(ks)[0], kr[1] = reinterpret_cast<const uint4*>(ks)[1];
+    if (kSides == 1 || only_v) vr[0] = reinterpret_cast<const uint4*>(vs)[0], vr[1] = reinterpret_cast<const uint4*>(vs)[1];
     if (slot < 0 || slot >= num_slots) continue;  // padding, or past the cache
     const int64_t page = small_cache ? static_cast<uint32_t>(slot) / static_cast<uint32_t>(page_size) : slot / page_size;
     const int64_t offset = small_cache ? static_cast<uint32_t>(slot) % static_cast<uint32_t>(page_size) : slot % page_size;
-    const In* src = static_cast<const In*>(is_v ? v_in : k_in) + int64_t{token} * (is_v ? v_in_stride_token : k_in_stride_token) +
-                    int64_t{head} * (is_v ? v_in_stride_head : k_in_stride_head) + int64_t{j} * kChunk;
-    const int64_t at = page * cache_stride_page + offset * cache_stride_token + int64_t{head} * cache_stride_head;  // storage elements
-    uint4 raw[2];
-    raw[0] = reinterpret_cast<const uint4*>(src)[0];
-    raw[1] = reinterpret_cast<const uint4*>(src)[1];
-    if constexpr (kCache == kIn) {
-      uint4* dst = reinterpret_cast<uint4*>(static_cast<In*>(is_v ? v_cache : k_cache) + at + j * kChunk);
-      dst[0] = raw[0];
-      dst[1] = raw[1];
-    } else {
-      float x[kChunk];
-      const In* e = reinterpret_cast<const In*>(raw);
-#pragma unroll
-      for (int i = 0; i < kChunk; ++i) x[i] = to_float(e[i]);
-      const float scale = is_v ? v_scale : k_scale;
-      if constexpr (CUBINRT_DTYPE_IS_FP8(kCache)) {
-        constexpr __nv_fp8_interpretation_t kind = kCache == CUBINRT_DTYPE_FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
-        uint32_t w[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const __nv_fp8x2_storage_t lo = __nv_cvt_float2_to_fp8x2(make_float2(__fdiv_rn(x[4 * q], scale), __fdiv_rn(x[4 * q + 1], scale)), __NV_SATFINITE, kind);
-          const __nv_fp8x2_storage_t hi = __nv_cvt_float2_to_fp8x2(make_float2(__fdiv_rn(x[4 * q + 2], scale), __fdiv_rn(x[4 * q + 3], scale)), __NV_SATFINITE, kind);
-          w[q] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
-        }
-        *reinterpret_cast<uint4*>(static_cast<uint8_t*>(is_v ? v_cache : k_cache) + at + j * kChunk) = make_uint4(w[0], w[1], w[2], w[3]);
-      } else {
-        float amax = 0.f;
-#pragma unroll
-        for (int i = 0; i < kChunk; ++i) amax = fmaxf(amax, fabsf(x[i]));
-        const __nv_fp8_storage_t sf = __nv_cvt_float_to_fp8(__fdiv_rn(amax, __fmul_rn(6.f, scale)), __NV_SATFINITE, __NV_E4M3);
-        const float sf_value = __half2float(__half(__nv_cvt_fp8_to_halfraw(sf, __NV_E4M3)));
-        // One correctly rounded reciprocal a block, then products (as FlashInfer and vLLM write it:
-        // x * 1 / (scale * global)), 16 divisions fewer.
-        const float denom = __fmul_rn(sf_value, scale);
-        uint32_t w[2] = {0, 0};
-        if (denom != 0.f) {
-          const float inv = __frcp_rn(denom);
-#pragma unroll
-          for (int i = 0; i < kChunk; ++i) w[i / 8] |= e2m1(__fmul_rn(x[i], inv)) << (4 * (i % 8));
-        }
-        *reinterpret_cast<uint2*>(static_cast<uint8_t*>(is_v ? v_cache : k_cache) + at + j * (kChunk / 2)) = make_uint2(w[0], w[1]);
-        (is_v ? v_sf : k_sf)[page * sf_stride_page + offset * sf_stride_token + head * sf_stride_head + j] = sf;
-      }
-    }
+    // Storage elements of the row (NVFP4: bytes holding two codes each), and the chunk within it.
+    const int64_t at = page * cache_stride_page + offset * cache_stride_token + int64_t{head} * cache_stride_head +
+                       int64_t{j} * (kCache == CUBINRT_DTYPE_NVFP4 ? kChunk / 2 : kChunk);
+    const int64_t sf_at = page * sf_stride_page + offset * sf_stride_token + int64_t{head} * sf_stride_head + j;
+    if (kSides == 1 || !only_v) write_chunk(kr, k_scale, k_cache, k_sf, at, sf_at);
+    if (kSides == 1 || only_v) write_chunk(vr, v_scale, v_cache, v_sf, at, sf_at);
   }
 }
 #undef CUBINRT_PARAM_DECL_

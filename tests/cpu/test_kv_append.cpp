@@ -122,7 +122,7 @@ TEST_F(KvAppendDispatch, LaunchHandsTheDriverTheAbiStruct) {
   const LaunchRecord& r = fake_state().launches[0];
   EXPECT_EQ(r.kernel, "cubinrt_kv_append_bf16_nvfp4");
   EXPECT_EQ(r.config.blockDimX, static_cast<unsigned>(CUBINRT_KV_APPEND_THREADS));
-  EXPECT_EQ(r.config.gridDimX, 1u);  // 8 tokens x 2 heads x 2 sides x 4 chunks = 128 threads' work
+  EXPECT_EQ(r.config.gridDimX, 1u);  // 8 tokens x 2 heads x 4 chunks = 64 threads, each a K and a V chunk
   ASSERT_EQ(r.params.size(), offsetof(CubinrtKvAppendParamsV1, page_size) + sizeof(int32_t));
   CubinrtKvAppendParamsV1 p{};
   std::memcpy(&p, r.params.data(), r.params.size());

@@ -3,10 +3,11 @@
 // kernel's parameter list, as for every family; the loader checks it against the cubin and the
 // driver. Plain C types only (nvcc and g++ both compile it).
 //
-// Launch: 1-D grid of blocks of CUBINRT_KV_APPEND_THREADS threads; a thread takes one 16-element
-// chunk of one row (a token's head of K or of V): num_tokens * num_kv_heads * 2 * head_dim / 16
-// chunks in all, walked grid-stride, fewer than 2^31 (the plan refuses more tokens in one launch).
-// head_dim is a multiple of 16 (an NVFP4 scale block).
+// Launch: 1-D grid of blocks of CUBINRT_KV_APPEND_THREADS threads, walking work items
+// grid-stride: for a quantized cache (FP8, NVFP4) an item is a 16-element chunk of a token's head
+// of K and the same chunk of V (num_tokens * num_kv_heads * head_dim / 16 items); for a 16-bit
+// cache one chunk of K or of V (twice as many). Fewer than 2^31 chunks a launch (the plan refuses
+// more). head_dim is a multiple of 16 (an NVFP4 scale block).
 #ifndef CUBINRT_ABI_KV_APPEND_V1_H
 #define CUBINRT_ABI_KV_APPEND_V1_H
 

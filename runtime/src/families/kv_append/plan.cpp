@@ -149,10 +149,11 @@ Status KvAppendPlan::launch(const KvAppendArgs& a, CUstream_st* stream) const {
 
   size_t size = param_bytes_;
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &p, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  // One thread a 16-element chunk, grid-stride past full waves of the kernel's occupancy.
+  // One thread a work item (kv_append_abi.h: a chunk, or a chunk of K and of V when quantizing),
+  // grid-stride past full waves of the kernel's occupancy.
   const int64_t wave = int64_t{std::max(1, runtime_->device().multiprocessors)} * std::max(1, kernel_->blocks_per_sm);
   CUlaunchConfig config{};
-  config.gridDimX = static_cast<unsigned>(std::clamp<int64_t>((static_cast<int64_t>(chunks) + kernel_->block_threads - 1) / kernel_->block_threads, 1, 4 * wave));
+  config.gridDimX = static_cast<unsigned>(std::clamp<int64_t>((static_cast<int64_t>(cache_dtype_ == s.in_dtype ? chunks : chunks / 2) + kernel_->block_threads - 1) / kernel_->block_threads, 1, 4 * wave));
   config.gridDimY = config.gridDimZ = 1;
   config.blockDimX = kernel_->block_threads;
   config.blockDimY = config.blockDimZ = 1;
