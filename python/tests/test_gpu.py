@@ -164,6 +164,23 @@ class OnTheGpu(unittest.TestCase):
                 self.assertTrue(torch.equal(cache[:, 1].reshape(-1, Hkv, D)[slots[keep]], new_v[keep]))
             self.check(q, cache[:, 0], cache[:, 1], table, lens, "bf16", torch.bfloat16, declared, storage,
                        k_scale=k_scale, v_scale=v_scale)
+        # Under CUDA-graph capture, as an engine's captured step writes its cache: the launch
+        # (its device checks too) captured on torch's capture stream, new tokens copied into the
+        # captured inputs, the graph replayed, the bytes torch's quantization of the new tokens.
+        cache = torch.zeros(pages, 2, P, Hkv, D, dtype=torch.uint8, device="cuda")
+        w = cubinrt.KvAppendPlan(self.rt, num_kv_heads=Hkv, head_dim=D, in_dtype="bf16", cache_storage="uint8",
+                                 cache_declared="fp8_e4m3", page_size=P)
+        static_k, static_v = new_k.clone(), new_v.clone()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            w.run(static_k, static_v, slots, cache[:, 0], cache[:, 1], k_scale=0.05, v_scale=0.025)
+        static_k.copy_(new_k.flip(0))
+        static_v.copy_(new_v.flip(0))
+        graph.replay()
+        torch.cuda.synchronize()
+        keep = slots >= 0
+        want_k = (static_k[keep].float() / torch.full((), 0.05, device="cuda")).to(torch.float8_e4m3fn).view(torch.uint8)
+        self.assertTrue(torch.equal(cache[:, 0].reshape(-1, Hkv, D)[slots[keep]], want_k), "the replayed append's K bytes")
 
     def test_typed_float8_storage_is_its_own_declaration(self):
         q, table, lens, pages = self.problem(q_dtype=torch.float16)
