@@ -168,6 +168,12 @@ class KvAppendPlan:
                                            _code(DTYPES, cache_storage, "cache_storage"), self._declared, page_size,
                                            _code(_LAYOUTS, layout, "layout"))
 
+    @property
+    def op_id(self) -> int:
+        """This plan's id for torch.ops.cubinrt.kv_append (registers it on first use)."""
+        from . import _torch_op
+        return _torch_op.register(self)
+
     def run(self, k, v, slots, k_cache, v_cache, *, k_sf=None, v_sf=None, k_scale: float = 1.0, v_scale: float = 1.0,
             stream: int | None = None) -> None:
         """Launches on `stream` (default: the tensors' framework's current stream, as DecodePlan.run)."""
@@ -180,4 +186,4 @@ def selfcheck(device: int = 0, *, bundle_path: str | None = None, known_answer: 
 
 
 if _torch is not None:
-    from . import _torch_op  # noqa: F401  (registers torch.ops.cubinrt.paged_decode)
+    from . import _torch_op  # noqa: F401  (registers torch.ops.cubinrt.paged_decode and kv_append)

@@ -268,6 +268,29 @@ class OnTheGpu(unittest.TestCase):
         want, _ = reference(q * 2, cache[:, 0], cache[:, 1], table, lens, None, 1.0, 1.0)
         self.assertLessEqual(rel(got / 2, want), tolerance(torch.bfloat16))
 
+    def test_kv_append_op_under_torch_compile(self):
+        """torch.ops.cubinrt.kv_append inside a compiled step (fullgraph, aot_eager): it writes the
+        cache's views in place, as the same call does eagerly."""
+        Hkv, D, P, pages, T = 2, 128, 16, 8, 20
+        slots = torch.randperm(pages * P, generator=self.gen)[:T].to(torch.int64).to("cuda")
+        new_k = (torch.rand(T, Hkv, D, generator=self.gen) * 8 - 4).to(torch.bfloat16).to("cuda")
+        new_v = (torch.rand(T, Hkv, D, generator=self.gen) * 8 - 4).to(torch.bfloat16).to("cuda")
+        w = cubinrt.KvAppendPlan(self.rt, num_kv_heads=Hkv, head_dim=D, in_dtype="bf16", cache_storage="uint8",
+                                 cache_declared="fp8_e4m3", page_size=P)
+        op_id = w.op_id
+
+        def step(k, v, slots, cache):
+            torch.ops.cubinrt.kv_append(k * 2, v, slots, cache[:, 0], cache[:, 1], None, None, op_id, 0.05, 0.025)
+            return cache
+
+        compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+        got = compiled(new_k, new_v, slots, torch.zeros(pages, 2, P, Hkv, D, dtype=torch.uint8, device="cuda"))
+        want = torch.zeros(pages, 2, P, Hkv, D, dtype=torch.uint8, device="cuda")
+        w.run(new_k * 2, new_v, slots, want[:, 0], want[:, 1], k_scale=0.05, v_scale=0.025)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(got, want))
+        self.assertGreater(int(got.count_nonzero()), 0)
+
     def test_bad_tensors_raise(self):
         q, table, lens, pages = self.problem()
         cache = self.cache(pages, 16, 2, 128, torch.bfloat16, False, False)
