@@ -262,7 +262,13 @@ int main(void) {
       printf("kv_append: %d of %d cache bytes wrong\n", wrong, 2 * CP * P * HKV * D);
       CHECK(wrong == 0, "kv_append wrote %d wrong bytes", wrong);
     }
-    /* The same uint8 cache with no declared encoding is refused: never guessed. */
+    /* A float8_e5m2 tensor handed to this e4m3 plan is refused, naming both: the encodings are
+     * never confused. And the same uint8 cache with no declared encoding: never guessed. */
+    cubinrt_kv_append_args e5m2 = w;
+    e5m2.k_cache.dtype_code = CUBINRT_DL_FLOAT8_E5M2;
+    CHECK(cubinrt_kv_append_plan_launch(writer, &e5m2, NULL) == CUBINRT_ERROR_INVALID_ARGUMENT, "an e5m2 cache was taken for e4m3");
+    CHECK(strstr(cubinrt_last_error(), "k_cache is a float8_e5m2 tensor, but the cache is declared fp8_e4m3") != NULL, "message: %s",
+          cubinrt_last_error());
     w.cache_declared = 0;
     CHECK(cubinrt_kv_append_plan_launch(writer, &w, NULL) == CUBINRT_ERROR_INVALID_ARGUMENT, "an undeclared uint8 cache was accepted");
     cubinrt_kv_append_plan_destroy(writer);

@@ -66,11 +66,19 @@ cubinrt_status cubinrt_kv_append_plan_launch(const cubinrt_kv_append_plan* plan,
     const Strides v = CUBINRT_TRY(check_tensor(kLaunch, "v", c.v, in, std::array<int64_t, 3>{T, H, D}, ordinal, true));
     const Strides slots = CUBINRT_TRY(check_tensor(kLaunch, "slots", c.slots, Elem::int64, std::array<int64_t, 1>{T}, ordinal));
     if (T > 1 && slots.v[0] != 1) return fail(Errc::invalid_argument, fmt::format("{}: slots has stride {}; it must be contiguous", kLaunch, slots.v[0]));
-    // A uint8 or typed FP8 cache tensor: its bytes are the declared encoding either way.
+    // A uint8 cache tensor holds the declared encoding; a typed float8 one must be that encoding
+    // (a float8_e5m2 tensor declared e4m3, or any float8 tensor declared nvfp4, is the confusion
+    // this library refuses), and is then read as its bytes.
     auto cache_elem = [&](const cubinrt_tensor& t) {
       const Elem e = elem_of(t);
       return s.cache_storage == Dtype::uint8 && (e == Elem::fp8_e4m3 || e == Elem::fp8_e5m2) ? Elem::uint8 : e;
     };
+    for (auto [name, t] : {std::pair{"k_cache", &c.k_cache}, {"v_cache", &c.v_cache}}) {
+      const Elem e = elem_of(*t);
+      if ((e == Elem::fp8_e4m3 || e == Elem::fp8_e5m2) && e != elem_of(p.cache_dtype()))
+        return fail(Errc::invalid_argument, fmt::format("{}: {} is a {} tensor, but the cache is declared {}", kLaunch, name, elem_name(e),
+                                                        dtype_name(p.cache_dtype())));
+    }
     const int64_t row = nvfp4 ? D / 2 : D;
     const auto cache_shape = [&](int64_t r) { return nhd ? std::array<int64_t, 4>{pages, P, H, r} : std::array<int64_t, 4>{pages, H, P, r}; };
     cubinrt_tensor kc = c.k_cache, vc = c.v_cache;
