@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/kv_strides.hpp"
 #include "common/strided_view.hpp"
 #include "common/try.hpp"
 #include "cubinrt/kv_append.hpp"
@@ -96,12 +97,9 @@ Status KvAppendPlan::launch(const KvAppendArgs& a, CUstream_st* stream) const {
   const int64_t H = s.num_kv_heads, D = s.head_dim, P = s.page_size, T = a.num_tokens, pages = c.num_pages;
   const int64_t in_bytes = 2, store_bytes = nvfp4 || fp8 ? 1 : 2, row = nvfp4 ? D / 2 : D, sf_row = D / CUBINRT_KV_APPEND_CHUNK;
   auto tokens = [&](TokenStrides t) { return t.token == 0 && t.head == 0 ? TokenStrides{H * D, D} : t; };
-  auto pages_of = [&](KvStrides k, int64_t r) {
-    if (k.page != 0 || k.token != 0 || k.head != 0) return k;
-    return s.layout == KvLayout::nhd ? KvStrides{P * H * r, H * r, r} : KvStrides{P * H * r, r, P * r};
-  };
   const TokenStrides ks = tokens(a.k_strides), vs = tokens(a.v_strides);
-  const KvStrides kc = pages_of(c.k_strides, row), vc = pages_of(c.v_strides, row), sf = pages_of(c.sf_strides, sf_row);
+  const KvStrides kc = resolve_kv_strides(c.k_strides, s.layout, P, H, row), vc = resolve_kv_strides(c.v_strides, s.layout, P, H, row),
+                  sf = resolve_kv_strides(c.sf_strides, s.layout, P, H, sf_row);
   CUBINRT_TRY(check_view(kLaunch, "k", a.k, 16, std::array{ViewDim{"token", T, ks.token}, ViewDim{"head", H, ks.head}}, D, in_bytes, 16));
   CUBINRT_TRY(check_view(kLaunch, "v", a.v, 16, std::array{ViewDim{"token", T, vs.token}, ViewDim{"head", H, vs.head}}, D, in_bytes, 16));
   const size_t cache_align = nvfp4 ? 8 : 16;

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "common/kv_strides.hpp"
 #include "common/strided_view.hpp"
 #include "common/try.hpp"
 
@@ -31,12 +32,8 @@ Result<ViewStrides> resolve_views(const DecodeShape& s, const DecodeArgs& a) {
   auto rows = [&](RowStrides r, int64_t contiguous_head) {
     return r.batch == 0 && r.head == 0 ? RowStrides{Hq * contiguous_head, contiguous_head} : r;
   };
-  auto kv = [&](KvStrides k) {
-    if (k.page != 0 || k.token != 0 || k.head != 0) return k;
-    return s.layout == KvLayout::nhd ? KvStrides{P * Hkv * D, Hkv * D, D} : KvStrides{P * Hkv * D, D, P * D};
-  };
   const RowStrides q = rows(a.q_strides, D), out = rows(a.out_strides, D), lse = rows(a.lse_strides, 1);
-  KvStrides k = kv(a.kv.k_strides), v = kv(a.kv.v_strides);
+  KvStrides k = resolve_kv_strides(a.kv.k_strides, s.layout, P, Hkv, D), v = resolve_kv_strides(a.kv.v_strides, s.layout, P, Hkv, D);
   const int64_t pages = a.kv.num_pages;
   k = {used(pages, k.page), used(P, k.token), used(Hkv, k.head)};
   v = {used(pages, v.page), used(P, v.token), used(Hkv, v.head)};
