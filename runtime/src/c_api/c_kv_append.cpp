@@ -69,21 +69,18 @@ cubinrt_status cubinrt_kv_append_plan_launch(const cubinrt_kv_append_plan* plan,
     // A uint8 cache tensor holds the declared encoding; a typed float8 one must be that encoding
     // (a float8_e5m2 tensor declared e4m3, or any float8 tensor declared nvfp4, is the confusion
     // this library refuses), and is then read as its bytes.
-    auto cache_elem = [&](const cubinrt_tensor& t) {
+    auto as_bytes = [&](const char* name, cubinrt_tensor t) -> Result<cubinrt_tensor> {
       const Elem e = elem_of(t);
-      return s.cache_storage == Dtype::uint8 && (e == Elem::fp8_e4m3 || e == Elem::fp8_e5m2) ? Elem::uint8 : e;
-    };
-    for (auto [name, t] : {std::pair{"k_cache", &c.k_cache}, {"v_cache", &c.v_cache}}) {
-      const Elem e = elem_of(*t);
-      if ((e == Elem::fp8_e4m3 || e == Elem::fp8_e5m2) && e != elem_of(p.cache_dtype()))
+      const bool fp8 = e == Elem::fp8_e4m3 || e == Elem::fp8_e5m2;
+      if (fp8 && e != elem_of(p.cache_dtype()))
         return fail(Errc::invalid_argument, fmt::format("{}: {} is a {} tensor, but the cache is declared {}", kLaunch, name, elem_name(e),
                                                         dtype_name(p.cache_dtype())));
-    }
+      if (fp8 && s.cache_storage == Dtype::uint8) t.dtype_code = CUBINRT_DL_UINT;
+      return t;
+    };
+    const cubinrt_tensor kc = CUBINRT_TRY(as_bytes("k_cache", c.k_cache)), vc = CUBINRT_TRY(as_bytes("v_cache", c.v_cache));
     const int64_t row = nvfp4 ? D / 2 : D;
     const auto cache_shape = [&](int64_t r) { return nhd ? std::array<int64_t, 4>{pages, P, H, r} : std::array<int64_t, 4>{pages, H, P, r}; };
-    cubinrt_tensor kc = c.k_cache, vc = c.v_cache;
-    if (cache_elem(kc) == Elem::uint8) kc.dtype_code = CUBINRT_DL_UINT;
-    if (cache_elem(vc) == Elem::uint8) vc.dtype_code = CUBINRT_DL_UINT;
     const Strides ks = CUBINRT_TRY(check_tensor(kLaunch, "k_cache", kc, elem_of(s.cache_storage), cache_shape(row), ordinal, true));
     const Strides vs = CUBINRT_TRY(check_tensor(kLaunch, "v_cache", vc, elem_of(s.cache_storage), cache_shape(row), ordinal, true));
     KvAppendArgs a;
