@@ -261,11 +261,12 @@ struct DecodeSetup {
 };
 
 std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k, const Shape& s, Dtype kv) {
-  const bool fp8 = dtype_bits(kv) == 8;
+  const bool fp8 = dtype_bits(kv) == 8, nvfp4 = kv == Dtype::nvfp4, bytes = fp8 || nvfp4;
   const uint32_t pages_per_seq = (s.len + s.page - 1) / s.page;
   const int64_t num_pages = int64_t{s.batch} * pages_per_seq;
   const uint64_t kv_elems = uint64_t(num_pages) * s.page * s.hk * s.d;
-  const uint64_t kv_bytes_each = kv_elems * (fp8 ? 1 : 2);
+  // NVFP4: two codes a byte, and one e4m3 scale a 16 elements in tensors of their own.
+  const uint64_t kv_bytes_each = nvfp4 ? kv_elems / 2 : kv_elems * (fp8 ? 1 : 2), sf_bytes_each = nvfp4 ? kv_elems / 16 : 0;
   const uint64_t q_elems = uint64_t{s.batch} * s.hq * s.d;
   std::vector<CUdeviceptr> owned;
   auto alloc = [&](size_t bytes) {
@@ -276,8 +277,11 @@ std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k
   };
   const CUdeviceptr q = alloc(q_elems * 2), kc = alloc(kv_bytes_each), vc = alloc(kv_bytes_each), out = alloc(q_elems * 2);
   fill(k, q, q_elems, 16, Dtype::bf16, 7);
-  fill(k, kc, kv_elems, fp8 ? 8 : 16, kv, 8);
-  fill(k, vc, kv_elems, fp8 ? 8 : 16, kv, 9);
+  // NVFP4's codes: random bytes (every code is finite); its scales: FP8 codes below 4.
+  fill(k, kc, kv_bytes_each / (bytes ? 1 : 2), bytes ? 8 : 16, kv, 8);
+  fill(k, vc, kv_bytes_each / (bytes ? 1 : 2), bytes ? 8 : 16, kv, 9);
+  const CUdeviceptr ksf = nvfp4 ? alloc(sf_bytes_each) : 0, vsf = nvfp4 ? alloc(sf_bytes_each) : 0;
+  if (nvfp4) fill(k, ksf, sf_bytes_each, 8, Dtype::fp8_e4m3, 10), fill(k, vsf, sf_bytes_each, 8, Dtype::fp8_e4m3, 11);
   std::vector<int32_t> pages(static_cast<size_t>(num_pages));
   std::iota(pages.begin(), pages.end(), 0);
   std::shuffle(pages.begin(), pages.end(), std::mt19937(3));
@@ -287,7 +291,7 @@ std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k
   check(g_d->cuMemcpyHtoD(lens, seq.data(), seq.size() * 4), "cuMemcpyHtoD");
 
   DecodeShape shape{.batch = s.batch, .num_q_heads = s.hq, .num_kv_heads = s.hk, .head_dim = s.d, .q_dtype = Dtype::bf16,
-                    .kv_storage = fp8 ? Dtype::uint8 : kv, .kv_declared = fp8 ? std::optional<Dtype>(kv) : std::nullopt,
+                    .kv_storage = bytes ? Dtype::uint8 : kv, .kv_declared = bytes ? std::optional<Dtype>(kv) : std::nullopt,
                     .page_size = s.page, .layout = s.layout, .block_table_stride = pages_per_seq, .num_splits = static_cast<int>(s.splits), .merge = s.merge};
   auto setup = std::make_unique<DecodeSetup>(value_or_die(DecodePlan::create(rt, shape), "plan"), std::move(owned));
   CUdeviceptr ws = 0;
@@ -298,13 +302,16 @@ std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k
   }
   DecodeArgs& a = setup->args;
   a.q = reinterpret_cast<void*>(q);
-  a.kv = {reinterpret_cast<void*>(kc), reinterpret_cast<void*>(vc), shape.kv_storage, shape.kv_declared, 0.5f, 0.5f, nullptr, s.layout, s.page, s.hk, num_pages};
+  a.kv = {reinterpret_cast<void*>(kc), reinterpret_cast<void*>(vc), shape.kv_storage, shape.kv_declared, 0.5f, 0.5f, reinterpret_cast<void*>(ksf),
+          s.layout, s.page, s.hk, num_pages};
+  a.kv.v_sf = reinterpret_cast<void*>(vsf);
   a.block_table = reinterpret_cast<const int32_t*>(table);
   a.seq_lens = reinterpret_cast<const int32_t*>(lens);
   a.out = reinterpret_cast<void*>(out);
   a.workspace = reinterpret_cast<void*>(ws);
   a.workspace_bytes = setup->plan.workspace_bytes();
-  setup->kv_bytes = 2.0 * double(uint64_t{s.batch} * s.len * s.hk * s.d) * (fp8 ? 1 : 2);
+  // Bytes a launch reads: K and V, and NVFP4's scales (0.5 + 1/16 bytes an element).
+  setup->kv_bytes = 2.0 * double(uint64_t{s.batch} * s.len * s.hk * s.d) * (nvfp4 ? 0.5625 : fp8 ? 1 : 2);
   return setup;
 }
 
@@ -531,13 +538,14 @@ void bench_selfcheck(const std::shared_ptr<const DriverApi>& drv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, sweep = false, grid = false, replay = false, devices = false, append = false;
+  bool quick = false, sweep = false, grid = false, replay = false, devices = false, append = false, nvfp4 = false;
   std::optional<std::filesystem::path> bundle_path;
   std::string only;
   CLI::App app{"cubinrt_bench: paged decode against ceilings measured in the same run (docs/benchmarks.md)"};
   app.add_flag("--quick", quick, "the ceilings and decode only (no start-up or self-check timings)");
   app.add_option("--bundle", bundle_path, "time the decode kernels of this bundle instead of the embedded one (kernel experiments)");
   app.add_option("--only", only, "time only the decode shapes whose name contains this text");
+  app.add_flag("--nvfp4", nvfp4, "time NVFP4 KV beside bf16 and FP8 e4m3 (the decode shapes, sweep or grid)");
   app.add_flag("--sweep", sweep, "instead of the issue's shapes: small batches and short sequences, the planner's merge against the "
                                  "workspace's, to check where it picks a cluster");
   app.add_flag("--grid", grid, "instead of the issue's shapes: batch 1, 4, 16, 64, 256 x tokens 128, 1024, 8192, 32768, D128 32q/8kv, "
@@ -672,8 +680,8 @@ int main(int argc, char** argv) {
                                         : (sweep || grid) ? std::span<const Shape>(sweep_shapes)
                                                           : std::span<const Shape>(shapes);
   for (const Shape& s : chosen)
-    for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3})
-      if (std::string_view(s.name).contains(only) && rt->supports(decode_key(s.d, Dtype::bf16, kv, s.page)))
+    for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3, Dtype::nvfp4})
+      if ((kv != Dtype::nvfp4 || nvfp4) && std::string_view(s.name).contains(only) && rt->supports(decode_key(s.d, Dtype::bf16, kv, s.page)))
         bench_decode(*rt, k, c, s, kv, graph ? &*graph : nullptr, bare_replay);
   if (!quick) {
     md("\n| start-up | time |\n|---|---|");

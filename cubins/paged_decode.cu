@@ -3,7 +3,7 @@
 // One source for every catalog variant; the build defines the variant:
 //   CUBINRT_HEAD_DIM   64 | 128 | 256 | 512
 //   CUBINRT_Q_DTYPE    CUBINRT_DTYPE_FP16 | CUBINRT_DTYPE_BF16   (also the output dtype)
-//   CUBINRT_KV_DTYPE   the q dtype | CUBINRT_DTYPE_FP8_E4M3 | CUBINRT_DTYPE_FP8_E5M2 (cubinrt/dtypes.h)
+//   CUBINRT_KV_DTYPE   the q dtype | CUBINRT_DTYPE_FP8_E4M3 | _FP8_E5M2 | _NVFP4 (cubinrt/dtypes.h)
 //   CUBINRT_PAGE_SIZE  tokens per page
 //   CUBINRT_KERNEL     the entry point's name (the manifest records it)
 //   CUBINRT_G16        defined for the paged_decode_g16 family: 16 q heads a block, head_dim 128
@@ -84,16 +84,16 @@ union BlockShared {
 // The split-KV workspace: every split's normalised output [batch, num_q_heads, splits, D], then
 // every split's LSE in log2 units [batch, num_q_heads, splits] (the host sizes it; only the
 // kernel reads it, so its layout is the kernel's own).
-__device__ __forceinline__ float* split_out(const CubinrtPagedDecodeParamsV5& p, int b, int qh) {
+__device__ __forceinline__ float* split_out(const CubinrtPagedDecodeParamsV6& p, int b, int qh) {
   return p.partial + (static_cast<int64_t>(b) * p.num_q_heads + qh) * p.num_splits * kHeadDim;
 }
-__device__ __forceinline__ float* split_lse(const CubinrtPagedDecodeParamsV5& p, int b, int qh) {
+__device__ __forceinline__ float* split_lse(const CubinrtPagedDecodeParamsV6& p, int b, int qh) {
   return p.partial + static_cast<int64_t>(p.batch) * p.num_q_heads * p.num_splits * kHeadDim +
          (static_cast<int64_t>(b) * p.num_q_heads + qh) * p.num_splits;
 }
 
 // Dims d..d+3 of q head qh's output row of sequence b, in q's dtype.
-__device__ __forceinline__ void store_out4(const CubinrtPagedDecodeParamsV5& p, int b, int qh, int d, float4 v) {
+__device__ __forceinline__ void store_out4(const CubinrtPagedDecodeParamsV6& p, int b, int qh, int d, float4 v) {
   QType* dst = static_cast<QType*>(p.out) + b * p.out_stride_batch + qh * p.out_stride_head + d;
   // One 8-byte store: out rows are 8-byte aligned (the dispatcher checks out's pointer and strides)
   // and d % 4 == 0.
@@ -101,13 +101,13 @@ __device__ __forceinline__ void store_out4(const CubinrtPagedDecodeParamsV5& p, 
 }
 
 // Where q head qh of sequence b keeps its LSE (the caller's strides, in floats).
-__device__ __forceinline__ float* lse_at(const CubinrtPagedDecodeParamsV5& p, int b, int qh) {
+__device__ __forceinline__ float* lse_at(const CubinrtPagedDecodeParamsV6& p, int b, int qh) {
   return p.lse + b * p.lse_stride_batch + qh * p.lse_stride_head;
 }
 
 // Merges every split's output and LSE into out and lse. Each split's weight is computed once per
 // head (not once per dim); each thread sums whole float4s of dims with many loads in flight.
-__device__ void merge_splits(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, MergeScratch& s) {
+__device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, MergeScratch& s) {
   constexpr int kVecsPerHead = kHeadDim / 4;
   constexpr int kPerThread = (kGroup * kVecsPerHead + kThreads - 1) / kThreads;
   const int num_splits = p.num_splits;
@@ -171,7 +171,7 @@ __device__ __forceinline__ unsigned cluster_blocks() {
 // The cluster's blocks are the splits of one (sequence, head chunk). Each reads every block's
 // share of its part of the output dims through distributed shared memory and writes the merged
 // result; no block leaves while another may still read its shared memory.
-__device__ void merge_cluster(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, const ClusterShare& mine) {
+__device__ void merge_cluster(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, const ClusterShare& mine) {
 #if __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
@@ -239,7 +239,7 @@ __device__ __forceinline__ unsigned long long global_ns() {
 }
 #endif
 
-__device__ void paged_decode_block(const CubinrtPagedDecodeParamsV5& p) {
+__device__ void paged_decode_block(const CubinrtPagedDecodeParamsV6& p) {
 #ifdef CUBINRT_TRACE
   const unsigned long long trace_ns = global_ns();
   const long long trace_c0 = clock64();
@@ -356,8 +356,8 @@ constexpr int kMinBlocks = CUBINRT_MIN_BLOCKS;
 constexpr int kMinBlocks = loop::kMinBlocks;
 #endif
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
-CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V5_FIELDS(CUBINRT_PARAM_DECL_))) {
-  const CubinrtPagedDecodeParamsV5 p = {CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V5_FIELDS(CUBINRT_PARAM_NAME_))};
+CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V6_FIELDS(CUBINRT_PARAM_DECL_))) {
+  const CubinrtPagedDecodeParamsV6 p = {CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V6_FIELDS(CUBINRT_PARAM_NAME_))};
   paged_decode_block(p);
 }
 #undef CUBINRT_PARAM_DECL_

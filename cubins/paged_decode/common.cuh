@@ -34,10 +34,18 @@ constexpr int kGroup = CUBINRT_PAGED_DECODE_HEADS;
 
 // Encodings are tested by name (cubinrt/dtypes.h), never by order.
 static_assert(CUBINRT_DTYPE_IS_FLOAT16(kQDtype), "q (and out) must be fp16 or bf16");
-static_assert(CUBINRT_DTYPE_IS_FLOAT16(kKvDtype) || CUBINRT_DTYPE_IS_FP8(kKvDtype),
-              "KV must be fp16, bf16, fp8_e4m3 or fp8_e5m2: this kernel has no NVFP4 path");
+static_assert(CUBINRT_DTYPE_IS_FLOAT16(kKvDtype) || CUBINRT_DTYPE_IS_FP8(kKvDtype) || kKvDtype == CUBINRT_DTYPE_NVFP4,
+              "KV must be fp16, bf16, fp8_e4m3, fp8_e5m2 or nvfp4");
 constexpr bool kKvIsFp8 = CUBINRT_DTYPE_IS_FP8(kKvDtype);
-constexpr int kKvBytes = kKvIsFp8 ? 1 : 2;
+constexpr bool kKvIsNvfp4 = kKvDtype == CUBINRT_DTYPE_NVFP4;
+// FP8 and NVFP4 are widened to half for the tensor cores; 16-bit KV is used as stored.
+constexpr bool kKvWidened = kKvIsFp8 || kKvIsNvfp4;
+// Bytes of one storage element, the unit of the KV strides (NVFP4's storage is bytes of two codes),
+// and bits of one logical element.
+constexpr int kKvBytes = kKvWidened ? 1 : 2;
+constexpr int kKvBits = CUBINRT_DTYPE_BITS(kKvDtype);
+// Bytes from a row's start to its element d (d a multiple of 2).
+__device__ __forceinline__ constexpr int kv_dim_bytes(int d) { return d * kKvBits / 8; }
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNegBig = -1.0e30f;  // finite "minus infinity": exp2 of differences stays 0, not NaN
 
@@ -62,9 +70,29 @@ __device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t two_codes) {
   return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
 }
 
+// Eight e2m1 codes (NVFP4's elements, the low nibble first) as four half pairs, each the code's
+// value times 2^-14, exactly: the sign goes to bit 15 and the three magnitude bits (exponent and
+// mantissa) to bits 9-11, where half's exponent bias (15 against e2m1's 1) makes the value 2^-14
+// of e2m1's, and e2m1's one subnormal (0.5) lands on half's subnormal 2^-15. Word k holds codes k
+// and k + 4 (low and high half): pairing codes 16 bits apart lets one shift serve both halves.
+// 12 integer instructions for 8 elements; the caller owes the factor 2^14 (kKvUnit).
+__device__ __forceinline__ void e2m1x8_to_half2x4(uint32_t x, uint32_t* w) {
+  constexpr uint32_t kHalves = 0x8e008e00u;  // sign and magnitude bits of both halves
+  const uint32_t a = x << 3;                 // each code's sign 3 bits up, next to its magnitude's top
+  // Even codes: magnitude in bits 0-2 of their byte, sign in bit 6; odd codes: bits 4-6 and bit 10.
+  const uint32_t even = (x & 0x07070707u) | (a & ~0x07070707u);
+  const uint32_t odd = (x & 0x70707070u) | (a & ~0x70707070u);
+  w[0] = (even << 9) & kHalves;  // codes 0 and 4
+  w[1] = (odd << 5) & kHalves;   // 1 and 5
+  w[2] = (even << 1) & kHalves;  // 2 and 6
+  // 3 and 7: their signs are bits 15 and 31 already (code 7's would fall off the top of `a`).
+  w[3] = (((x >> 3) & 0x0e000e00u) | (x & 0x80008000u));
+}
+
 // The 32-bit words of one load.
 __device__ __forceinline__ void words(const uint4& r, uint32_t* w) { w[0] = r.x; w[1] = r.y; w[2] = r.z; w[3] = r.w; }
 __device__ __forceinline__ void words(const uint2& r, uint32_t* w) { w[0] = r.x; w[1] = r.y; }
+__device__ __forceinline__ void words(const uint32_t& r, uint32_t* w) { w[0] = r; }
 
 #ifdef CUBINRT_TRACE  // experiments only: see paged_decode.cu
 __device__ long long g_trace_first_step;  // clock64 when block (0, 0, 0)'s warp 0 has its first step

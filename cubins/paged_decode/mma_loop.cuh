@@ -14,9 +14,9 @@
 
 namespace paged_decode::mma {
 
-// The mma operand type: FP8 KV is widened to half (exact, one cvt per pair); 16-bit KV (which is
-// in q's dtype) is used as stored.
-constexpr bool kBf16 = !kKvIsFp8 && kQDtype == CUBINRT_DTYPE_BF16;
+// The mma operand type: FP8 KV is widened to half (exact, one cvt per pair), NVFP4 to half times
+// its block scale (exact, below); 16-bit KV (which is in q's dtype) is used as stored.
+constexpr bool kBf16 = !kKvWidened && kQDtype == CUBINRT_DTYPE_BF16;
 
 // The dims a warp owns. Up to head_dim 256, all of them: the warps of a block split its tokens.
 // At 512, a quarter each (kWarps 4): the warps walk the same tokens, each takes q.K and P.V over
@@ -29,13 +29,16 @@ static_assert(!kDimSplit || kSliceDim == 128, "head_dim 512 splits across 4 warp
 __device__ __forceinline__ int dim0(const BlockWork& w) { return kDimSplit ? w.warp * kSliceDim : 0; }
 
 constexpr int kKTiles = kSliceDim / 16;             // k-tiles of q.K = dim tiles of P.V
-constexpr int kKElems = 16 / kKvBytes;              // elements per 16-byte K load
-constexpr int kKLoads = kSliceDim / 4 / kKElems;    // a lane holds a quarter of the warp's dims of a K row
-constexpr int kVLoadBytes = kSliceDim / 8 * kKvBytes < 16 ? kSliceDim / 8 * kKvBytes : 16;
-constexpr int kVElems = kVLoadBytes / kKvBytes;     // elements per V load
-constexpr int kVLoads = kSliceDim / 8 / kVElems;    // and an eighth of them of a V row
-using KRaw = uint4;
-using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, uint2>::type;
+// A lane holds a quarter of the warp's dims of a K row and an eighth of a V row, in loads of up to
+// 16 bytes (NVFP4 at head_dim 64: 8-byte K loads and 4-byte V loads).
+constexpr int kKLoadBytes = kv_dim_bytes(kSliceDim / 4) < 16 ? kv_dim_bytes(kSliceDim / 4) : 16;
+constexpr int kKElems = kKLoadBytes * 8 / kKvBits;  // elements per K load
+constexpr int kKLoads = kSliceDim / 4 / kKElems;
+constexpr int kVLoadBytes = kv_dim_bytes(kSliceDim / 8) < 16 ? kv_dim_bytes(kSliceDim / 8) : 16;
+constexpr int kVElems = kVLoadBytes * 8 / kKvBits;  // elements per V load
+constexpr int kVLoads = kSliceDim / 8 / kVElems;
+using KRaw = typename std::conditional<kKLoadBytes == 16, uint4, uint2>::type;
+using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, typename std::conditional<kVLoadBytes == 8, uint2, uint32_t>::type>::type;
 
 // Per variant, as measured on the H200 (docs/benchmarks.md): 8-token n-tiles per warp step, steps
 // kept in flight through shared memory (0: loaded into registers), and resident blocks per SM
@@ -55,7 +58,7 @@ using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, uint2>::type;
 #ifdef CUBINRT_MMA_TILES  // experiments only: the catalog build never sets it
 constexpr int kTiles = CUBINRT_MMA_TILES;
 #else
-constexpr int kTiles = kSliceDim == 64 ? (kKvIsFp8 ? 8 : 4) : kSliceDim == 128 ? (kKvIsFp8 ? 2 : 1) : 1;
+constexpr int kTiles = kSliceDim == 64 ? (kKvWidened ? 8 : 4) : kSliceDim == 128 ? (kKvWidened ? 2 : 1) : 1;
 #endif
 // D128: 16 warps an SM, but 3 blocks (164 registers, no spill) for 16 heads of FP8 KV, which at 4
 // blocks spills 116 bytes (H200 run 48, B64 L8192 128q/8kv: 408 us capped at 4, 304 at 3; bf16's
@@ -63,7 +66,7 @@ constexpr int kTiles = kSliceDim == 64 ? (kKvIsFp8 ? 8 : 4) : kSliceDim == 128 ?
 // registers); left uncapped, ptxas took 181 (2 blocks an SM) once the kernels were built per
 // family unit, and B64 L8192 went 510 -> 653 us (runs 33, 39).
 // head_dim 512 (its warps at 128 dims each) as head_dim 128.
-constexpr int kMinBlocks = kSliceDim == 128 ? (kGroup > 8 && kKvIsFp8 ? 3 : 16 / kWarps) : (kHeadDim == 256 && kKvIsFp8 ? 3 : 1);
+constexpr int kMinBlocks = kSliceDim == 128 ? (kGroup > 8 && kKvWidened ? 3 : 16 / kWarps) : (kHeadDim == 256 && kKvWidened ? 3 : 1);
 constexpr int kStep = 8 * kTiles;                       // tokens per warp step
 constexpr int kGroupTokens = kStep < 16 ? kStep : 16;   // tokens that share a page lookup
 constexpr int kLookups = kStep / kGroupTokens;
@@ -75,9 +78,10 @@ constexpr int kVTokens = kTiles == 1 ? 2 : 2 * kTiles;  // V rows a lane holds p
 #ifdef CUBINRT_MMA_STAGES  // experiments only
 constexpr int kStages = CUBINRT_MMA_STAGES;
 #else
-constexpr int kStages = kSliceDim >= 128 ? 3 : 0;
+// NVFP4 loads into registers (its rows of 64 bytes at head_dim 128 would need another swizzle).
+constexpr int kStages = kSliceDim >= 128 && !kKvIsNvfp4 ? 3 : 0;
 #endif
-constexpr int kRowChunks = kSliceDim * kKvBytes / 16;  // 16-byte chunks of the warp's part of a K or V row
+constexpr int kRowChunks = kv_dim_bytes(kSliceDim) / 16;  // 16-byte chunks of the warp's part of a K or V row
 constexpr int kStepChunks = kStep * kRowChunks;        // of K (or V) in one warp step
 constexpr int kRing = kStages > 0 ? kStages : 1;       // slots of the ring (kStages, or 1 unused)
 
@@ -85,7 +89,7 @@ static_assert(kSliceDim % 64 == 0 && kSliceDim <= 256, "the mma loop covers head
 static_assert(!kDimSplit || kGroup == 8, "the dim-split loop exchanges the q.K tile's rows 0-7 only");
 static_assert(kTiles == 1 || kTiles % 2 == 0, "P.V takes n-tiles in pairs");
 static_assert(kGroup == 8 || kGroup == 16, "q heads are the 16 rows of the q.K tile and two 8-column P.V tiles");
-static_assert(kStages == 0 || (kRowChunks >= 8 && kVLoadBytes == 16 && kStepChunks % 32 == 0),
+static_assert(kStages == 0 || (!kKvIsNvfp4 && kRowChunks >= 8 && kVLoadBytes == 16 && kStepChunks % 32 == 0),
               "the shared-memory pipeline needs rows of 128 bytes or more and 16-byte V loads");
 
 // A warp's ring of kStages steps, each K then V (kStep rows of kRowChunks chunks), swizzled. Past
@@ -109,8 +113,14 @@ __device__ __forceinline__ ScoreBuf score_buf(Ring&, int) { return nullptr; }
 // Lane (g, t) = (lane / 4, lane % 4). Word w (two consecutive dims) of the K row a lane holds,
 // and of q for the same lane: its first dim. Lanes t = 0..3 cover a row, 16 bytes each.
 __device__ __forceinline__ int k_word_dim(int w, int t) { return ((w / (kKElems / 2)) * 4 + t) * kKElems + 2 * (w % (kKElems / 2)); }
-// Word w of a V row a lane holds: rows g and g + 8 of dim tile w. Lanes g = 0..7 cover a row.
-__device__ __forceinline__ int v_word_dim(int w, int g) { return ((w / (kVElems / 2)) * 8 + g) * kVElems + 2 * (w % (kVElems / 2)); }
+// Word w of a V row a lane holds: rows g and g + 8 of dim tile w. Lanes g = 0..7 cover a row. The
+// word's two elements are dims v_word_dim and v_word_dim + kPairGap: neighbours, except NVFP4's,
+// whose words pair codes 4 apart (e2m1x8_to_half2x4); q and the output follow the same pairing.
+constexpr int kPairGap = kKvIsNvfp4 ? 4 : 1;
+__device__ __forceinline__ int v_word_dim(int w, int g) {
+  const int r = w % (kVElems / 2), first = ((w / (kVElems / 2)) * 8 + g) * kVElems;
+  return kKvIsNvfp4 ? first + 8 * (r / 4) + r % 4 : first + 2 * r;
+}
 // Token (within the step) of the u-th V row lane t holds: the k index of the P.V fragment.
 __device__ __forceinline__ int v_token(int u, int t) { return 16 * (u / 4) + 2 * t + (u & 1) + ((u >> 1) & 1) * 8; }
 
@@ -134,7 +144,10 @@ __device__ __forceinline__ void widen_fp8(uint32_t x, uint32_t* w) {
   else { w[0] = fp8x2_to_half2(x); w[1] = fp8x2_to_half2(x >> 16); }
 }
 
-// One load as mma words (two elements each, the lower dim in the low half).
+// NVFP4: the e2m1 codes times 2^-14 as half (e2m1x8_to_half2x4), so the KV unit is 2^14.
+constexpr float kKvUnit = kKvIsNvfp4 ? 16384.f : kFp8Unit;
+
+// One load as mma words (two elements each; for NVFP4 times their block scale, see to_words).
 template <class Raw>
 __device__ __forceinline__ void to_words(const Raw& r, uint32_t* w) {
   constexpr int kN = sizeof(Raw) / 4;
@@ -144,6 +157,31 @@ __device__ __forceinline__ void to_words(const Raw& r, uint32_t* w) {
   for (int i = 0; i < kN; ++i) {
     if constexpr (kKvIsFp8) widen_fp8(x[i], w + 2 * i);
     else w[i] = x[i];
+  }
+}
+
+// NVFP4: one load's codes as mma words, each times its 16 elements' e4m3 block scale: `sf` holds
+// the load's scales, one a 16 codes (8 bytes), the first in the low byte. e2m1 x 2^-14 times an
+// e4m3 scale is exact in half: both factors are multiples of 2^-24 in half's terms (e2m1 of
+// 2^-15, e4m3 of 2^-9), with 2 and 4 significant bits, so every product is a multiple of 2^-24
+// with at most 6 significant bits and at most 6 x 448 x 2^-14 (half's subnormals included).
+template <class Raw>
+__device__ __forceinline__ void to_words_scaled(const Raw& r, uint32_t sf, uint32_t* w) {
+  constexpr int kN = sizeof(Raw) / 4;
+  uint32_t x[kN];
+  words(r, x);
+  const __half2_raw s = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(sf & 0xffff), __NV_E4M3);
+  const uint32_t s2 = static_cast<uint32_t>(s.x) | (static_cast<uint32_t>(s.y) << 16);
+#pragma unroll
+  for (int i = 0; i < kN; ++i) {
+    uint32_t c[4];
+    e2m1x8_to_half2x4(x[i], c);
+    const uint32_t scale = __byte_perm(s2, 0u, i / 2 == 0 ? 0x1010 : 0x3232);  // words 0-1: the first block
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&c[k]), *reinterpret_cast<const __half2*>(&scale));
+      w[4 * i + k] = *reinterpret_cast<const uint32_t*>(&v);
+    }
   }
 }
 
@@ -186,7 +224,7 @@ struct QFrag {
 // row of the warp); in every other case q is in the mma's type already and its words are the
 // fragment as loaded.
 template <bool kHi>
-__device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, int g, int t, QFrag<kHi>& q) {
+__device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, int g, int t, QFrag<kHi>& q) {
   constexpr int kRows = kHi ? 2 : 1;
   constexpr int kVecsPerLoad = kKElems / 8;  // 16-byte loads of q per K load
   uint32_t qw[kRows][2 * kKTiles];
@@ -203,8 +241,19 @@ __device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV5& p, con
         words(x, qw[r] + (j * kVecsPerLoad + v) * 4);
       }
   }
+  if constexpr (kKvIsNvfp4) {
+    // NVFP4's words pair dims k and k + 4 of every 8 (kPairGap): q's follow.
+#pragma unroll
+    for (int r = 0; r < kRows; ++r)
+#pragma unroll
+      for (int i = 0; i < 2 * kKTiles; i += 4) {
+        const uint32_t n[4] = {qw[r][i], qw[r][i + 1], qw[r][i + 2], qw[r][i + 3]};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) qw[r][i + k] = __byte_perm(n[k / 2], n[2 + k / 2], k % 2 ? 0x7632 : 0x5410);
+      }
+  }
   float factor = 1.f;
-  if constexpr (kKvIsFp8 && kQDtype == CUBINRT_DTYPE_BF16) {
+  if constexpr (kKvWidened && kQDtype == CUBINRT_DTYPE_BF16) {
     float amax = 0.f;
 #pragma unroll
     for (int r = 0; r < kRows; ++r)
@@ -240,10 +289,26 @@ __device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV5& p, con
   return factor;
 }
 
+// NVFP4 block scales a load covers: one a 16 elements (at least one: head_dim 64's V loads take
+// half a block).
+constexpr int kKScales = kKvIsNvfp4 ? (kKElems >= 16 ? kKElems / 16 : 1) : 0;
+constexpr int kVScales = kKvIsNvfp4 ? (kVElems >= 16 ? kVElems / 16 : 1) : 0;
+static_assert(kKScales <= 2 && kVScales <= 2, "a load's scales are one 16-bit load at most");
+constexpr int kSfArrays = kKvIsNvfp4 ? 1 : 0;  // the scale arrays below are empty for other dtypes
+
 struct StepLoads {
   KRaw k[kTiles][kKLoads];   // token n * 8 + g of each n-tile
   VRaw v[kVTokens][kVLoads];  // tokens v_token(u, t)
+  uint32_t ksf[kSfArrays * kTiles][kKLoads];     // NVFP4: each K load's block scales (low byte first)
+  uint32_t vsf[kSfArrays * kVTokens][kVLoads];
 };
+
+// One load's block scales from the scale row `row` (byte `first` is the load's first).
+template <int kCount>
+__device__ __forceinline__ uint32_t load_scales(const uint8_t* row, int first) {
+  if constexpr (kCount == 2) return __ldg(reinterpret_cast<const unsigned short*>(row + first));
+  else return __ldg(row + first);
+}
 
 // The page of each 16-token group of the step at t0; a group wholly past the end takes the last
 // valid page (never past the block-table row), and its values are masked out.
@@ -258,13 +323,27 @@ __device__ __forceinline__ StepPages step_pages(const int32_t* pages, int t0, in
 }
 
 // Element offset (within a kv head) of the first token of group i of the step at t0.
-__device__ __forceinline__ int64_t group_base(const CubinrtPagedDecodeParamsV5& p, const StepPages& sp, int t0, int i) {
+__device__ __forceinline__ int64_t group_base(const CubinrtPagedDecodeParamsV6& p, const StepPages& sp, int t0, int i) {
   return static_cast<int64_t>(sp.page[i]) * p.kv_stride_page + ((t0 + i * kGroupTokens) % kPageSize) * p.kv_stride_token;
 }
 
-// Issues one warp step's K and V loads.
-__device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, const int32_t* pages, const char* kbase,
-                                          const char* vbase, int t0, int g, int t, StepLoads& out) {
+// Byte offset (within a kv head) of the NVFP4 scale row of token `row` of the step at t0.
+__device__ __forceinline__ int64_t sf_row(const CubinrtPagedDecodeParamsV6& p, const StepPages& sp, int t0, int row) {
+  const int i = row / kGroupTokens;
+  return static_cast<int64_t>(sp.page[i]) * p.sf_stride_page + ((t0 + i * kGroupTokens) % kPageSize + row % kGroupTokens) * p.sf_stride_token;
+}
+
+// Where a warp's K, V and (NVFP4) scale rows start: its kv head and, at head_dim 512, its dims.
+struct KvBases {
+  const char* k;
+  const char* v;
+  const uint8_t* ksf;
+  const uint8_t* vsf;
+};
+
+// Issues one warp step's K and V loads (and NVFP4's scales).
+__device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, const int32_t* pages, const KvBases& kv,
+                                          int t0, int g, int t, StepLoads& out) {
   const StepPages sp = step_pages(pages, t0, w.t_end);
   int64_t base[kLookups];
 #pragma unroll
@@ -272,16 +351,22 @@ __device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV5& p, c
 #pragma unroll
   for (int n = 0; n < kTiles; ++n) {
     const int row = n * 8 + g;
-    const int64_t off = base[row / kGroupTokens] + (row % kGroupTokens) * p.kv_stride_token;
+    const int64_t off = (base[row / kGroupTokens] + (row % kGroupTokens) * p.kv_stride_token) * kKvBytes;
 #pragma unroll
-    for (int j = 0; j < kKLoads; ++j) out.k[n][j] = __ldg(reinterpret_cast<const KRaw*>(kbase + (off + (4 * j + t) * kKElems) * kKvBytes));
+    for (int j = 0; j < kKLoads; ++j) {
+      out.k[n][j] = __ldg(reinterpret_cast<const KRaw*>(kv.k + off + kv_dim_bytes((4 * j + t) * kKElems)));
+      if constexpr (kKvIsNvfp4) out.ksf[n][j] = load_scales<kKScales>(kv.ksf + sf_row(p, sp, t0, row), (4 * j + t) * kKElems / 16);
+    }
   }
 #pragma unroll
   for (int u = 0; u < kVTokens; ++u) {
     const int row = v_token(u, t);
-    const int64_t off = base[row / kGroupTokens] + (row % kGroupTokens) * p.kv_stride_token;
+    const int64_t off = (base[row / kGroupTokens] + (row % kGroupTokens) * p.kv_stride_token) * kKvBytes;
 #pragma unroll
-    for (int j = 0; j < kVLoads; ++j) out.v[u][j] = __ldg(reinterpret_cast<const VRaw*>(vbase + (off + (8 * j + g) * kVElems) * kKvBytes));
+    for (int j = 0; j < kVLoads; ++j) {
+      out.v[u][j] = __ldg(reinterpret_cast<const VRaw*>(kv.v + off + kv_dim_bytes((8 * j + g) * kVElems)));
+      if constexpr (kKvIsNvfp4) out.vsf[u][j] = load_scales<kVScales>(kv.vsf + sf_row(p, sp, t0, row), (8 * j + g) * kVElems / 16);
+    }
   }
 }
 
@@ -299,7 +384,7 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 // Starts copying one warp step's K and V rows into `buf`: the warp's lanes take consecutive
 // chunks, so each row is read as whole 32-byte sectors.
-__device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV5& p, const StepPages& sp, int lane, const char* kbase,
+__device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV6& p, const StepPages& sp, int lane, const char* kbase,
                                            const char* vbase, int t0, uint4* buf) {
 #pragma unroll
   for (int k = 0; k < kStepChunks / 32; ++k) {
@@ -317,7 +402,7 @@ __device__ __forceinline__ void read_step(const uint4* buf, int g, int t, StepLo
 #pragma unroll
   for (int n = 0; n < kTiles; ++n)
 #pragma unroll
-    for (int j = 0; j < kKLoads; ++j) out.k[n][j] = buf[staged(n * 8 + g, 4 * j + t)];
+    for (int j = 0; j < kKLoads; ++j) out.k[n][j] = *reinterpret_cast<const KRaw*>(buf + staged(n * 8 + g, 4 * j + t));
 #pragma unroll
   for (int u = 0; u < kVTokens; ++u)
 #pragma unroll
@@ -420,7 +505,10 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
   for (int n = 0; n < kTiles; ++n) {
     uint32_t kw[2 * kKTiles];
 #pragma unroll
-    for (int j = 0; j < kKLoads; ++j) to_words(cur.k[n][j], kw + j * (kKElems / 2));
+    for (int j = 0; j < kKLoads; ++j) {
+      if constexpr (kKvIsNvfp4) to_words_scaled(cur.k[n][j], cur.ksf[n][j], kw + j * (kKElems / 2));
+      else to_words(cur.k[n][j], kw + j * (kKElems / 2));
+    }
     // Two independent accumulators halve the dependent chain of mmas (H200 run 18: FP8 D256
     // 542 -> 512 us at B64 L8192; at B1 L128, where one warp per scheduler waits on every
     // latency, 6.2 -> 6.0 us).
@@ -464,7 +552,10 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
 #pragma unroll
   for (int u = 0; u < kVTokens; ++u) {
 #pragma unroll
-    for (int j = 0; j < kVLoads; ++j) to_words(cur.v[u][j], vw[u] + j * (kVElems / 2));
+    for (int j = 0; j < kVLoads; ++j) {
+      if constexpr (kKvIsNvfp4) to_words_scaled(cur.v[u][j], cur.vsf[u][j], vw[u] + j * (kVElems / 2));
+      else to_words(cur.v[u][j], vw[u] + j * (kVElems / 2));
+    }
     // Rows past the end may hold anything (NaN included); zero them so 0 * V stays 0.
     if (t0 + v_token(u, t) >= t_end)
 #pragma unroll
@@ -477,11 +568,14 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
 // Every step of this warp (tokens first, first + kStride, ... below t_end), through registers or
 // through the shared-memory ring.
 template <bool kHi>
-__device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, Staging& stage, int g, int t,
+__device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, Staging& stage, int g, int t,
                                            const QFrag<kHi>& q, float qf, float sscale, Running<kHi>& r) {
   const int32_t* pages = p.block_table + static_cast<int64_t>(w.b) * p.block_table_stride;
-  const char* kbase = static_cast<const char*>(p.k_cache) + (w.kvh * p.kv_stride_head + dim0(w)) * kKvBytes;
-  const char* vbase = static_cast<const char*>(p.v_cache) + (w.kvh * p.kv_stride_head + dim0(w)) * kKvBytes;
+  const int64_t head = static_cast<int64_t>(w.kvh) * p.kv_stride_head * kKvBytes + kv_dim_bytes(dim0(w));
+  const char* kbase = static_cast<const char*>(p.k_cache) + head;
+  const char* vbase = static_cast<const char*>(p.v_cache) + head;
+  const int64_t sf_head = kKvIsNvfp4 ? static_cast<int64_t>(w.kvh) * p.sf_stride_head + dim0(w) / 16 : 0;
+  const KvBases kv{kbase, vbase, kKvIsNvfp4 ? p.k_sf + sf_head : nullptr, kKvIsNvfp4 ? p.v_sf + sf_head : nullptr};
   // Warps that split the tokens take every kWarps-th step; warps that split the dims, every step.
   constexpr int kStride = kDimSplit ? kStep : kWarps * kStep;
   const int first = w.t_begin + (kDimSplit ? 0 : w.warp * kStep);
@@ -518,7 +612,7 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV5& p, 
   } else {
     for (int t0 = first, k = 0; t0 < w.t_end; t0 += kStride, ++k) {
       StepLoads cur;
-      load_step(p, w, pages, kbase, vbase, t0, g, t, cur);
+      load_step(p, w, pages, kv, t0, g, t, cur);
       share.buf = score_buf(stage, k);
       consume_step<kHi>(cur, t0, w.t_end, g, t, q, sscale, r, share);
     }
@@ -527,14 +621,14 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV5& p, 
 
 // `stage` and `out` may share memory: every warp is done with the ring before any writes out.
 template <bool kHi>
-__device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
+__device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
   const int g = w.lane >> 2, t = w.lane & 3;
   QFrag<kHi> q;
   const float qf = load_q<kHi>(p, w, g, t, q);
-  const float scale = p.softmax_scale * kLog2e * p.k_scale * kFp8Unit;
+  const float scale = p.softmax_scale * kLog2e * p.k_scale * kKvUnit;
   // Split dims: the partials are brought to one scale (qf) before they are added, then scaled.
   const float sscale = kDimSplit ? scale : qf * scale;
-  const float vscale = p.v_scale * kFp8Unit;
+  const float vscale = p.v_scale * kKvUnit;
 
   Running<kHi> r;
 #pragma unroll
@@ -562,8 +656,8 @@ __device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParams
       const int d = dim0(w) + v_word_dim(i, g);
       out.acc[prow][head + 2 * t][d] = row.acc[i][0] * vscale;
       out.acc[prow][head + 2 * t + 1][d] = row.acc[i][1] * vscale;
-      out.acc[prow][head + 2 * t][d + 1] = row.acc[i][2] * vscale;
-      out.acc[prow][head + 2 * t + 1][d + 1] = row.acc[i][3] * vscale;
+      out.acc[prow][head + 2 * t][d + kPairGap] = row.acc[i][2] * vscale;
+      out.acc[prow][head + 2 * t + 1][d + kPairGap] = row.acc[i][3] * vscale;
     }
     if (t == 0 && (!kDimSplit || w.warp == 0)) { out.ml[prow][head + g][0] = row.m; out.ml[prow][head + g][1] = l; }
   }
@@ -571,7 +665,7 @@ __device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParams
 
 // A chunk of more than 8 heads (kGroup 16) takes both rows of the q.K tile; up to 8 take one,
 // with the accumulators and mmas of one row only.
-__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV5& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
+__device__ __forceinline__ void warp_partial(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
   if constexpr (kGroup > 8) {
     if (w.heads > 8) return warp_partial_rows<true>(p, w, stage, out);
   }

@@ -144,12 +144,15 @@ class DecodePlan:
         return _torch_op.register(self)
 
     def run(self, q, k, v, block_table, seq_lens, out, *, lse=None, k_scale: float = 1.0, v_scale: float = 1.0,
-            softmax_scale: float = 0.0, workspace=None, stream: int | None = None) -> None:
+            softmax_scale: float = 0.0, workspace=None, k_sf=None, v_sf=None, stream: int | None = None) -> None:
         """Launches on `stream` (a CUstream as int); default: the tensors' framework's current
         stream (torch's, through DLPack's C exchange API), else the legacy default stream.
         `workspace`: zeroed device memory of workspace_bytes when the plan has any (it stays zeroed
-        after each complete launch)."""
-        self._plan.run(q, k, v, block_table, seq_lens, out, lse, self._declared, k_scale, v_scale, softmax_scale, workspace, stream)
+        after each complete launch). NVFP4 (kv_declared="nvfp4"): k and v are uint8 rows of
+        head_dim / 2 bytes, k_sf and v_sf their e4m3 block scales (uint8 or float8_e4m3fn, rows
+        of head_dim / 16), k_scale and v_scale the global scales (docs/formats.md)."""
+        self._plan.run(q, k, v, k_sf, v_sf, block_table, seq_lens, out, lse, self._declared, k_scale, v_scale, softmax_scale, workspace,
+                       stream)
 
 
 class KvAppendPlan:

@@ -26,16 +26,17 @@ def register(plan) -> int:
 @torch.library.custom_op("cubinrt::paged_decode", mutates_args=("out", "workspace"), device_types="cuda")
 def paged_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
                  out: torch.Tensor, workspace: Optional[torch.Tensor], plan_id: int, k_scale: float, v_scale: float,
-                 softmax_scale: float) -> None:
+                 softmax_scale: float, k_sf: Optional[torch.Tensor] = None, v_sf: Optional[torch.Tensor] = None) -> None:
     plan = _PLANS.get(plan_id)
     if plan is None:
         from . import Error
         raise Error(f"cubinrt::paged_decode: no live plan has id {plan_id}", 1, "CUBINRT_ERROR_INVALID_ARGUMENT")
-    plan.run(q, k, v, block_table, seq_lens, out, k_scale=k_scale, v_scale=v_scale, softmax_scale=softmax_scale, workspace=workspace)
+    plan.run(q, k, v, block_table, seq_lens, out, k_scale=k_scale, v_scale=v_scale, softmax_scale=softmax_scale, workspace=workspace,
+             k_sf=k_sf, v_sf=v_sf)
 
 
 @paged_decode.register_fake
-def _paged_decode_fake(q, k, v, block_table, seq_lens, out, workspace, plan_id, k_scale, v_scale, softmax_scale) -> None:
+def _paged_decode_fake(q, k, v, block_table, seq_lens, out, workspace, plan_id, k_scale, v_scale, softmax_scale, k_sf=None, v_sf=None) -> None:
     return None
 
 

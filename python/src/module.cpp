@@ -224,13 +224,14 @@ void* launch_stream(nb::handle stream, nb::handle lead, const DlExchangeApi* api
 }
 
 // The launch arguments from tensor objects, and the stream (launch_stream, led by q).
-cubinrt_decode_args launch_args(nb::handle q, nb::handle k, nb::handle v, nb::handle block_table, nb::handle seq_lens, nb::handle out,
-                                nb::handle lse, int32_t kv_declared, float k_scale, float v_scale, float softmax_scale, nb::handle workspace,
-                                nb::handle stream, void** stream_out) {
+cubinrt_decode_args launch_args(nb::handle q, nb::handle k, nb::handle v, nb::handle k_sf, nb::handle v_sf, nb::handle block_table,
+                                nb::handle seq_lens, nb::handle out, nb::handle lse, int32_t kv_declared, float k_scale, float v_scale,
+                                float softmax_scale, nb::handle workspace, nb::handle stream, void** stream_out) {
   cubinrt_decode_args a;
   cubinrt_decode_args_init(&a);
   const DlExchangeApi* q_api = nullptr;
   a.q = any_tensor(q, "q", &q_api), a.k = any_tensor(k, "k"), a.v = any_tensor(v, "v");
+  a.k_sf = any_tensor(k_sf, "k_sf"), a.v_sf = any_tensor(v_sf, "v_sf");
   a.block_table = any_tensor(block_table, "block_table"), a.seq_lens = any_tensor(seq_lens, "seq_lens");
   a.out = any_tensor(out, "out"), a.lse = any_tensor(lse, "lse");
   a.kv_declared = kv_declared, a.k_scale = k_scale, a.v_scale = v_scale, a.softmax_scale = softmax_scale;
@@ -338,14 +339,16 @@ NB_MODULE(_cubinrt, m) {
       // The hot path: tensor objects in (torch's through DLPack's C exchange API, with no Python
       // call), one C call, nothing allocated on success.
       .def("run",
-           [](const Plan& p, nb::handle q, nb::handle k, nb::handle v, nb::handle block_table, nb::handle seq_lens, nb::handle out, nb::handle lse,
-              int32_t kv_declared, float k_scale, float v_scale, float softmax_scale, nb::handle workspace, nb::handle stream) {
+           [](const Plan& p, nb::handle q, nb::handle k, nb::handle v, nb::handle k_sf, nb::handle v_sf, nb::handle block_table,
+              nb::handle seq_lens, nb::handle out, nb::handle lse, int32_t kv_declared, float k_scale, float v_scale, float softmax_scale,
+              nb::handle workspace, nb::handle stream) {
              void* s = nullptr;
-             const cubinrt_decode_args a =
-                 launch_args(q, k, v, block_table, seq_lens, out, lse, kv_declared, k_scale, v_scale, softmax_scale, workspace, stream, &s);
+             const cubinrt_decode_args a = launch_args(q, k, v, k_sf, v_sf, block_table, seq_lens, out, lse, kv_declared, k_scale, v_scale,
+                                                       softmax_scale, workspace, stream, &s);
              launch_checked(p, a, s);
            },
-           nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(), nb::arg("block_table").none(), nb::arg("seq_lens").none(),
+           nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(), nb::arg("k_sf").none(), nb::arg("v_sf").none(),
+           nb::arg("block_table").none(), nb::arg("seq_lens").none(),
            nb::arg("out").none(), nb::arg("lse").none(), nb::arg("kv_declared"), nb::arg("k_scale"), nb::arg("v_scale"),
            nb::arg("softmax_scale"), nb::arg("workspace").none(), nb::arg("stream").none())
       // Host microseconds per launch of the C ABI itself (cubinrt_decode_plan_launch: the C++
@@ -356,7 +359,7 @@ NB_MODULE(_cubinrt, m) {
              void* s = nullptr;
              nb::handle none = nb::none();
              const cubinrt_decode_args a =
-                 launch_args(q, k, v, block_table, seq_lens, out, none, kv_declared, 1.f, 1.f, 0.f, workspace, none, &s);
+                 launch_args(q, k, v, none, none, block_table, seq_lens, out, none, kv_declared, 1.f, 1.f, 0.f, workspace, none, &s);
              const auto t0 = std::chrono::steady_clock::now();
              for (int i = 0; i < n; ++i) check(cubinrt_decode_plan_launch(p.h, &a, s));
              const auto t1 = std::chrono::steady_clock::now();
@@ -364,20 +367,22 @@ NB_MODULE(_cubinrt, m) {
            })
       // Descriptors in (the Python-side conversion), for callers that build them.
       .def("launch",
-           [](const Plan& p, nb::handle q, nb::handle k, nb::handle v, nb::handle block_table, nb::handle seq_lens, nb::handle out, nb::handle lse,
-              int32_t kv_declared, float k_scale, float v_scale, float softmax_scale, uintptr_t workspace, uint64_t workspace_bytes, uintptr_t stream) {
+           [](const Plan& p, nb::handle q, nb::handle k, nb::handle v, nb::handle k_sf, nb::handle v_sf, nb::handle block_table, nb::handle seq_lens,
+              nb::handle out, nb::handle lse, int32_t kv_declared, float k_scale, float v_scale, float softmax_scale, uintptr_t workspace,
+              uint64_t workspace_bytes, uintptr_t stream) {
              cubinrt_decode_args a;
              cubinrt_decode_args_init(&a);
              a.q = tensor(q, "q"), a.k = tensor(k, "k"), a.v = tensor(v, "v");
+             a.k_sf = tensor(k_sf, "k_sf"), a.v_sf = tensor(v_sf, "v_sf");
              a.block_table = tensor(block_table, "block_table"), a.seq_lens = tensor(seq_lens, "seq_lens");
              a.out = tensor(out, "out"), a.lse = tensor(lse, "lse");
              a.kv_declared = kv_declared, a.k_scale = k_scale, a.v_scale = v_scale, a.softmax_scale = softmax_scale;
              a.workspace = reinterpret_cast<void*>(workspace), a.workspace_bytes = workspace_bytes;
              launch_checked(p, a, reinterpret_cast<void*>(stream));
            },
-           nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(), nb::arg("block_table").none(), nb::arg("seq_lens").none(),
-           nb::arg("out").none(), nb::arg("lse").none(), nb::arg("kv_declared"), nb::arg("k_scale"), nb::arg("v_scale"),
-           nb::arg("softmax_scale"), nb::arg("workspace"), nb::arg("workspace_bytes"), nb::arg("stream"));
+           nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(), nb::arg("k_sf").none(), nb::arg("v_sf").none(),
+           nb::arg("block_table").none(), nb::arg("seq_lens").none(), nb::arg("out").none(), nb::arg("lse").none(), nb::arg("kv_declared"),
+           nb::arg("k_scale"), nb::arg("v_scale"), nb::arg("softmax_scale"), nb::arg("workspace"), nb::arg("workspace_bytes"), nb::arg("stream"));
 
   nb::class_<AppendPlan>(m, "KvAppendPlan")
       .def("__init__",

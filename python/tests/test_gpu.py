@@ -182,6 +182,67 @@ class OnTheGpu(unittest.TestCase):
         want_k = (static_k[keep].float() / torch.full((), 0.05, device="cuda")).to(torch.float8_e4m3fn).view(torch.uint8)
         self.assertTrue(torch.equal(cache[:, 0].reshape(-1, Hkv, D)[slots[keep]], want_k), "the replayed append's K bytes")
 
+    def test_nvfp4_append_then_decode_in_vllm_page_layout(self):
+        """NVFP4 end to end on vLLM's page layout, [K codes | K scales | V codes | V scales] in one
+        uint8 page: cubinrt's writer quantizes new tokens, its decoder reads them; the decode
+        against float64 attention over the exactly dequantized cache (e2m1 x e4m3 scale x global
+        scale), the quantization error against the input reported; a missing scale tensor refused."""
+        B, Hq, Hkv, D, P = 2, 8, 2, 128, 16
+        q, table, lens, pages = self.problem(B=B, Hq=Hq, Hkv=Hkv, D=D, P=P, lens=(300, 77))
+        T = int(lens.sum())
+        slots = torch.tensor([int(table[b, i // P]) * P + i % P for b in range(B) for i in range(int(lens[b]))],
+                             dtype=torch.int64, device="cuda")
+        new_k = (torch.randn(T, Hkv, D, generator=self.gen) * 2).to(torch.bfloat16).to("cuda")
+        new_v = (torch.randn(T, Hkv, D, generator=self.gen) * 2).to(torch.bfloat16).to("cuda")
+        codes, scales = P * Hkv * D // 2, P * Hkv * D // 16  # bytes of one page's codes and scales
+        page = torch.zeros(pages, 2 * (codes + scales), dtype=torch.uint8, device="cuda")
+
+        def view(offset, row):
+            return page.as_strided((pages, P, Hkv, row), (page.stride(0), Hkv * row, row, 1), page.storage_offset() + offset)
+        k, k_sf = view(0, D // 2), view(codes, D // 16)
+        v, v_sf = view(codes + scales, D // 2), view(2 * codes + scales, D // 16)
+        k_scale, v_scale = 0.02, 0.01  # global scales: the block scales stay well inside e4m3
+        w = cubinrt.KvAppendPlan(self.rt, num_kv_heads=Hkv, head_dim=D, in_dtype="bf16", cache_storage="uint8",
+                                 cache_declared="nvfp4", page_size=P)
+        w.run(new_k, new_v, slots, k, v, k_sf=k_sf, v_sf=v_sf, k_scale=k_scale, v_scale=v_scale)
+        torch.cuda.synchronize()
+
+        e2m1 = torch.tensor([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], dtype=torch.float64, device="cuda")
+
+        def dequant(codes_view, sf_view, scale):  # element 2i in the low nibble of byte i
+            c = codes_view.long()
+            x = torch.stack((e2m1[c & 15], e2m1[c >> 4]), -1).flatten(-2)
+            sf = sf_view.contiguous().view(torch.float8_e4m3fn).to(torch.float64)
+            return x * sf.repeat_interleave(16, -1) * scale
+        kd, vd = dequant(k, k_sf, k_scale), dequant(v, v_sf, v_scale)
+        got = kd.reshape(-1, Hkv, D)[slots]
+        qerr = rel(got, new_k.double())
+        self.assertLess(qerr, 0.15, "NVFP4 quantization error of the appended K")
+        print(f"\nNVFP4 append: K quantization error {qerr:.3f} (relative L2 against the bf16 input)")
+
+        plan = cubinrt.DecodePlan(self.rt, batch=B, num_q_heads=Hq, num_kv_heads=Hkv, head_dim=D, q_dtype="bf16", kv_storage="uint8",
+                                  kv_declared="nvfp4", page_size=P, block_table_stride=table.shape[1])
+        self.assertIn("nvfp4", plan.kernel)
+        out = torch.full((B, Hq, D), float("nan"), dtype=torch.bfloat16, device="cuda")
+        lse = torch.full((B, Hq), float("nan"), dtype=torch.float32, device="cuda")
+        ws = torch.zeros(plan.workspace_bytes, dtype=torch.uint8, device="cuda") if plan.workspace_bytes else None
+        plan.run(q, k, v, table, lens, out, lse=lse, k_scale=k_scale, v_scale=v_scale, workspace=ws, k_sf=k_sf, v_sf=v_sf)
+        torch.cuda.synchronize()
+        want, want_lse = reference(q, kd, vd, table, lens, None, 1.0, 1.0)
+        err, lse_err = rel(out, want), rel(lse, want_lse)
+        print(f"NVFP4 decode after append: output {err:.2e}, lse {lse_err:.2e} (relative L2 against float64)")
+        self.assertLess(err, tolerance(torch.bfloat16))
+        self.assertLess(lse_err, tolerance(torch.bfloat16))
+        # The same through the torch custom op, scales as float8_e4m3fn tensors.
+        out2 = torch.full_like(out, float("nan"))
+        torch.ops.cubinrt.paged_decode(q, k, v, table, lens, out2, ws, plan.op_id, k_scale, v_scale, 0.0,
+                                       k_sf.view(torch.float8_e4m3fn), v_sf.view(torch.float8_e4m3fn))
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(out2, out))
+        with self.assertRaises(cubinrt.Error) as e:
+            plan.run(q, k, v, table, lens, out, k_scale=k_scale, v_scale=v_scale, workspace=ws)
+        self.assertIn("k_sf is missing", str(e.exception))
+
     def test_typed_float8_storage_is_its_own_declaration(self):
         q, table, lens, pages = self.problem(q_dtype=torch.float16)
         cache = self.cache(pages, 16, 2, 128, None, True, False).view(torch.float8_e4m3fn)
@@ -320,7 +381,7 @@ class OnTheGpu(unittest.TestCase):
         ws = torch.zeros(max(plan.workspace_bytes, 1), dtype=torch.uint8, device="cuda")
         k, v = cache[:, 0], cache[:, 1]
         stream = torch._C._cuda_getCurrentRawStream(0)
-        desc = [cubinrt._descriptor(t, "x") for t in (q, k, v, table, lens, out)]
+        desc = [cubinrt._descriptor(t, "x") if t is not None else None for t in (q, k, v, None, None, table, lens, out)]
         small = torch.zeros(1, device="cuda")
 
         def timed(fn, n=2000):

@@ -54,7 +54,7 @@ TEST(BundleVerify, FlippedCubinByteFailsTheEntriesOfThatCubinOnly) {
   for (const ManifestEntry& x : good->manifest().entries)
     if (x.offset == e.offset) sharing.push_back(x.id);
   ASSERT_EQ(failures.size(), sharing.size());
-  EXPECT_EQ(sharing.size(), 54u);
+  EXPECT_EQ(sharing.size(), 72u);
   for (size_t i = 0; i < failures.size(); ++i) EXPECT_EQ(failures[i].entry, sharing[i]);
   EXPECT_TRUE(failures[0].message.find("zstd") != std::string::npos || failures[0].message.find("sha256") != std::string::npos)
       << failures[0].message;
@@ -208,10 +208,10 @@ TEST_F(Relabelled, SymbolLie) {
 }
 
 TEST_F(Relabelled, AbiVersionLie) {
-  manifest.entries[0].abi_version = 6;
+  manifest.entries[0].abi_version = 7;
   const auto f = verify();
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_NE(f[0].message.find("parameter ABI PagedDecodeParams v6 of family paged_decode is unknown to this build"), std::string::npos) << f[0].message;
+  EXPECT_NE(f[0].message.find("parameter ABI PagedDecodeParams v7 of family paged_decode is unknown to this build"), std::string::npos) << f[0].message;
 }
 
 // A kernel whose FP8 KV pointer sits 8 bytes later than the dispatcher's struct puts it (built
@@ -224,7 +224,7 @@ TEST_F(Relabelled, Fp8KvPointerAtTheWrongOffset) {
   const auto f = verify();
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].message, "bundle copy: entry paged_decode.sm_90.hd128.bf16.fp8_e4m3.p16: kernel 'cubinrt_paged_decode_hd128_bf16_fp8_e4m3_p16' "
-                          "parameter 1 is at offset 8 size 4, but ABI PagedDecodeParams v5 field 'k_cache' is at offset 8 size 8");
+                          "parameter 1 is at offset 8 size 4, but ABI PagedDecodeParams v6 field 'k_cache' is at offset 8 size 8");
 }
 
 // Every launch uses the kernel's launch bound as its block size, so the ABI check wants one the
@@ -248,7 +248,7 @@ TEST(BundleVerify, KernelAbiWantsALaunchBoundToLaunchWith) {
     k.max_ntid = bounds;
     const auto s = check_kernel_abi(k, **abi);
     ASSERT_FALSE(s) << bounds[0];
-    EXPECT_EQ(s.error().message, fmt::format("kernel '{}' has launch bounds ({}, {}, {}), but ABI PagedDecodeParams v5 launches "
+    EXPECT_EQ(s.error().message, fmt::format("kernel '{}' has launch bounds ({}, {}, {}), but ABI PagedDecodeParams v6 launches "
                                              "one-dimensional blocks of the launch bound: a multiple of 32 threads, at least 128",
                                              e.symbol, bounds[0], bounds[1], bounds[2]));
   }

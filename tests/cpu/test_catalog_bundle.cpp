@@ -28,11 +28,11 @@ TEST(Catalog, DeclaresEveryVariant) {
   CUBINRT_ASSERT_OK(c);
   std::map<std::string, int> per_arch;
   for (const auto& v : c->variants) ++per_arch[v.arch.str()];
-  // paged_decode: 3 head_dims x 2 q dtypes x 3 kv dtypes x 3 page sizes = 54 everywhere, +18 of
-  // head_dim 512 on SM100; paged_decode_g16: head_dim 128's 18 everywhere; kv_append: 2 input
-  // dtypes x 4 cache dtypes = 8 everywhere.
-  EXPECT_EQ(per_arch, (std::map<std::string, int>{{"sm_80", 80}, {"sm_89", 80}, {"sm_90", 80}, {"sm_100a", 98}, {"sm_103a", 98}, {"sm_120", 80}}));
-  EXPECT_EQ(c->variants.size(), 516u);
+  // paged_decode: 3 head_dims x 2 q dtypes x 4 kv dtypes x 3 page sizes = 72 everywhere, +24 of
+  // head_dim 512 on SM100; paged_decode_g16: head_dim 128's 18 (no NVFP4) everywhere; kv_append:
+  // 2 input dtypes x 4 cache dtypes = 8 everywhere.
+  EXPECT_EQ(per_arch, (std::map<std::string, int>{{"sm_80", 98}, {"sm_89", 98}, {"sm_90", 98}, {"sm_100a", 122}, {"sm_103a", 122}, {"sm_120", 98}}));
+  EXPECT_EQ(c->variants.size(), 636u);
   for (const auto& v : c->variants) {
     if (v.key.family == "kv_append") {
       EXPECT_TRUE(v.key.axis("cache_dtype") == v.key.axis("in_dtype") || v.key.axis("cache_dtype") != "fp16") << v.id;
@@ -54,7 +54,7 @@ TEST(Catalog, DeclaresEveryVariant) {
   EXPECT_EQ(v.id, "paged_decode.sm_80.hd64.fp16.fp16.p16");
   EXPECT_EQ(v.symbol, "cubinrt_paged_decode_hd64_fp16_fp16_p16");
   EXPECT_EQ(v.abi_name, "PagedDecodeParams");
-  EXPECT_EQ(v.abi_version, 5u);
+  EXPECT_EQ(v.abi_version, 6u);
 }
 
 TEST(Catalog, RejectsMalformedDocuments) {
@@ -109,7 +109,7 @@ TEST(EmbeddedBundle, HoldsEveryCatalogEntryWithFactsReadFromItsCubin) {
     EXPECT_EQ(info->arch.str(), v.arch.str()) << e.id;
     EXPECT_EQ(info->arch.str(), e.arch.str()) << e.id;
     // One cubin a family and arch, each of its kernels stating its own key.
-    ASSERT_EQ(info->kernels.size(), e.key.family == "kv_append" ? 8u : e.key.family == "paged_decode_g16" ? 18u : e.arch.major == 10 ? 72u : 54u)
+    ASSERT_EQ(info->kernels.size(), e.key.family == "kv_append" ? 8u : e.key.family == "paged_decode_g16" ? 18u : e.arch.major == 10 ? 96u : 72u)
         << e.id;
     const KernelInfo* k = info->kernel(e.symbol);
     ASSERT_NE(k, nullptr) << e.id;

@@ -40,7 +40,7 @@ std::string tmp(const std::string& name) { return (std::filesystem::temp_directo
 TEST(Cli, VerifyEmbedded) {
   const CliRun r = cli("verify");
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(r.out, "OK <embedded default bundle>: all 516 entries verified (sha256, zstd, ELF, manifest vs cubin, ABI layout)\n");
+  EXPECT_EQ(r.out, "OK <embedded default bundle>: all 636 entries verified (sha256, zstd, ELF, manifest vs cubin, ABI layout)\n");
 }
 
 TEST(Cli, VerifyCorruptedCopyFailsWithOneLinePerEntry) {
@@ -57,7 +57,7 @@ TEST(Cli, VerifyCorruptedCopyFailsWithOneLinePerEntry) {
   // Every kernel of the two damaged cubins (two families-and-archs) fails, each on its own line.
   size_t expected = 0;
   for (const ManifestEntry& e : b.manifest().entries) expected += hit.contains(e.offset);
-  ASSERT_EQ(expected, 54u + 72u);
+  ASSERT_EQ(expected, 72u + 72u);
   const std::string path = tmp("corrupt.bundle");
   ASSERT_TRUE(write_file(path, bytes));
   const CliRun r = cli("verify " + path);
@@ -67,7 +67,7 @@ TEST(Cli, VerifyCorruptedCopyFailsWithOneLinePerEntry) {
   int fails = 0;
   while (std::getline(lines, line)) fails += line.rfind("FAIL bundle " + path + ": entry ", 0) == 0;
   EXPECT_EQ(fails, static_cast<int>(expected)) << r.out;
-  EXPECT_NE(r.out.find(path + ": " + std::to_string(expected) + " of 516 entries failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(path + ": " + std::to_string(expected) + " of 636 entries failed"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("FAIL bundle " + path + ": entry " + b.manifest().entries[200].id + ": "), std::string::npos) << r.out;
   const CliRun j = cli("--json verify " + path);
   const auto doc = nlohmann::json::parse(j.out);
@@ -102,7 +102,7 @@ TEST(Cli, SelectExplainsHd512OnSm90AndChoosesOnSm100AndSm103) {
 TEST(Cli, ListAndShow) {
   const CliRun l = cli("--json list --arch sm_89");
   EXPECT_EQ(l.code, 0);
-  EXPECT_EQ(nlohmann::json::parse(l.out)["entries"].size(), 80u);  // 54 paged_decode, 18 paged_decode_g16, 8 kv_append
+  EXPECT_EQ(nlohmann::json::parse(l.out)["entries"].size(), 98u);  // 72 paged_decode, 18 paged_decode_g16, 8 kv_append
   // Global options after the subcommand too, where people type them.
   const CliRun after = cli("list --arch sm_89 --json");
   EXPECT_EQ(after.code, 0) << after.out;
@@ -115,13 +115,13 @@ TEST(Cli, ListAndShow) {
   EXPECT_EQ(s.code, 0) << s.out;
   const auto doc = nlohmann::json::parse(s.out);
   EXPECT_EQ(doc["cubin"]["arch"], "sm_120");
-  // The entry's cubin is its family and arch's: 54 kernels, this one among them.
-  ASSERT_EQ(doc["cubin"]["kernels"].size(), 54u);
+  // The entry's cubin is its family and arch's: 72 kernels, this one among them.
+  ASSERT_EQ(doc["cubin"]["kernels"].size(), 72u);
   bool found = false;
   for (const auto& k : doc["cubin"]["kernels"])
     if (k["name"] == "cubinrt_paged_decode_hd64_fp16_fp8_e5m2_p32") {
       found = true;
-      EXPECT_EQ(k["params"].size(), 27u);
+      EXPECT_EQ(k["params"].size(), 32u);
     }
   EXPECT_TRUE(found);
   const CliRun f = cli("--json show " + std::string(CUBINRT_TEST_BINARY_DIR) + "/probe/probe.speed.fatbin");
@@ -236,8 +236,8 @@ TEST(Cli, DiffOfTwoBundles) {
   EXPECT_EQ(same.out, "0 added, 0 removed, 0 changed\n");
   const CliRun d = cli(std::string("--json diff ") + CUBINRT_TEST_DEFAULT_BUNDLE + " " + CUBINRT_TEST_HD512_BUNDLE);
   const auto doc = nlohmann::json::parse(d.out);
-  EXPECT_EQ(doc["added"].size(), 6u);
-  EXPECT_EQ(doc["removed"].size(), 516u);
+  EXPECT_EQ(doc["added"].size(), 8u);
+  EXPECT_EQ(doc["removed"].size(), 636u);
 }
 
 TEST(Cli, PackRebuildsTheDefaultBundleByteForByte) {
@@ -268,8 +268,8 @@ TEST(Cli, SelfcheckWithoutGpuSaysSoAndStillValidates) {
     return;
   }
   EXPECT_EQ(r.code, 3) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nstatic +pass +[0-9.]+ +516 \(all\) kernels)"))) << r.out;
-  EXPECT_NE(r.out.find("516 (all) kernels: sha256, zstd, ELF, manifest vs cubin, ABI layout"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nstatic +pass +[0-9.]+ +636 \(all\) kernels)"))) << r.out;
+  EXPECT_NE(r.out.find("636 (all) kernels: sha256, zstd, ELF, manifest vs cubin, ABI layout"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no GPU on this machine: every cubin was validated statically; the GPU steps were skipped (exit 3)"), std::string::npos) << r.out;
   const auto doc = nlohmann::json::parse(cli("--json selfcheck").out);
   EXPECT_EQ(doc["no_gpu"], true);

@@ -43,9 +43,10 @@ TEST(ResolveKvDtype, UInt8StorageMustBeDeclared) {
   EXPECT_EQ(*resolve_kv_dtype(Dtype::bf16, Dtype::bf16, std::nullopt), Dtype::bf16);
   EXPECT_EQ(*resolve_kv_dtype(Dtype::fp16, Dtype::fp8_e4m3, std::nullopt), Dtype::fp8_e4m3);
   EXPECT_EQ(resolve_kv_dtype(Dtype::bf16, Dtype::uint8, std::nullopt).error().message,
-            "KV cache dtype: the KV cache is uint8 storage with no declared dtype; declare fp8_e4m3 or fp8_e5m2 (cubinrt never infers the encoding from storage)");
-  EXPECT_EQ(resolve_kv_dtype(Dtype::bf16, Dtype::uint8, Dtype::nvfp4).error().message,
-            "KV cache dtype: nvfp4 KV is declared, but cubinrt has no NVFP4 decode kernel yet (NVFP4 also needs its scale-factor tensor); use fp8_e4m3, fp8_e5m2 or 16-bit KV");
+            "KV cache dtype: the KV cache is uint8 storage with no declared dtype; declare fp8_e4m3, fp8_e5m2 or nvfp4 (cubinrt never infers the encoding from storage)");
+  EXPECT_EQ(resolve_kv_dtype(Dtype::bf16, Dtype::uint8, Dtype::nvfp4).value(), Dtype::nvfp4);
+  EXPECT_EQ(resolve_kv_dtype(Dtype::bf16, Dtype::nvfp4, std::nullopt).error().message,
+            "KV cache dtype: nvfp4 is not a storage dtype: an NVFP4 cache is uint8 storage declared nvfp4 (two codes a byte), with its block scales");
   EXPECT_EQ(resolve_kv_dtype(Dtype::bf16, Dtype::bf16, Dtype::fp8_e4m3).error().message,
             "KV cache dtype: storage is bf16 but the declared dtype is fp8_e4m3; FP8 and NVFP4 caches are declared on uint8 storage");
   EXPECT_EQ(resolve_kv_dtype(Dtype::bf16, Dtype::fp16, std::nullopt).error().message,
@@ -96,8 +97,8 @@ TEST_F(Dispatch, LaunchHandsTheDriverTheAbiStruct) {
   EXPECT_EQ(r.config.gridDimY, 8u);  // one block per kv head: 4 q heads per kv head fit one chunk
   EXPECT_EQ(r.config.gridDimZ, static_cast<unsigned>(plan->num_splits()));
   EXPECT_EQ(r.config.blockDimX, plan->kernel().entry->max_threads);  // the kernel's launch bound, as the manifest records it
-  ASSERT_EQ(r.params.size(), offsetof(CubinrtPagedDecodeParamsV5, lse_stride_head) + sizeof(int64_t));
-  CubinrtPagedDecodeParamsV5 p{};
+  ASSERT_EQ(r.params.size(), offsetof(CubinrtPagedDecodeParamsV6, sf_stride_head) + sizeof(int64_t));
+  CubinrtPagedDecodeParamsV6 p{};
   std::memcpy(&p, r.params.data(), r.params.size());
   EXPECT_EQ(p.k_cache, k);
   EXPECT_EQ(p.v_cache, v);
@@ -153,6 +154,55 @@ TEST_F(Dispatch, DeclaredEncodingPicksTheKernel) {
   auto undeclared = DecodePlan::create(*rt, shape);
   ASSERT_FALSE(undeclared);
   EXPECT_EQ(undeclared.error().code, Errc::invalid_argument);
+}
+
+// NVFP4: uint8 storage declared nvfp4 takes its own kernel; the codes' strides count bytes (rows
+// of head_dim / 2), the block scales reach the kernel with their strides, and a launch without
+// them, or with them misaligned, is refused before anything runs.
+TEST_F(Dispatch, Nvfp4TakesItsKernelAndItsScales) {
+  shape.kv_declared = Dtype::nvfp4;
+  shape.layout = KvLayout::nhd;
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->kernel().entry->id, "paged_decode.sm_90.hd128.bf16.nvfp4.p16");
+  alignas(16) std::byte ksf[64], vsf[64];
+  DecodeArgs a = args(*plan);
+  a.kv.k_scale = 0.375f;
+  auto missing = plan->launch(a, nullptr);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message, "paged decode launch: an nvfp4 cache needs its block scales: kv.k_sf and kv.v_sf must be non-null");
+  a.kv.k_sf = ksf;
+  a.kv.v_sf = vsf + 4;  // scale rows of 8 bytes are copied whole
+  auto odd = plan->launch(a, nullptr);
+  ASSERT_FALSE(odd);
+  EXPECT_NE(odd.error().message.find("V scales at "), std::string::npos) << odd.error().message;
+  EXPECT_NE(odd.error().message.find("is not 8-byte aligned"), std::string::npos) << odd.error().message;
+  EXPECT_TRUE(fake_state().launches.empty());
+  a.kv.v_sf = vsf;
+  CUBINRT_ASSERT_OK(plan->launch(a, nullptr));
+  ASSERT_EQ(fake_state().launches.size(), 1u);
+  EXPECT_EQ(fake_state().launches[0].kernel, "cubinrt_paged_decode_hd128_bf16_nvfp4_p16");
+  CubinrtPagedDecodeParamsV6 p{};
+  std::memcpy(&p, fake_state().launches[0].params.data(), fake_state().launches[0].params.size());
+  EXPECT_EQ(p.kv_stride_page, 16 * 8 * 64);  // NHD rows of 64 bytes: [pages, page_size, heads, 128 / 2]
+  EXPECT_EQ(p.kv_stride_token, 8 * 64);
+  EXPECT_EQ(p.kv_stride_head, 64);
+  EXPECT_EQ(p.k_sf, reinterpret_cast<const uint8_t*>(ksf));
+  EXPECT_EQ(p.v_sf, reinterpret_cast<const uint8_t*>(vsf));
+  EXPECT_EQ(p.sf_stride_page, 16 * 8 * 8);  // scale rows of 128 / 16 bytes
+  EXPECT_EQ(p.sf_stride_token, 8 * 8);
+  EXPECT_EQ(p.sf_stride_head, 8);
+  EXPECT_FLOAT_EQ(p.k_scale, 0.375f);  // NVFP4's global scale
+  // FP8 leaves the scale fields null and zero.
+  shape.kv_declared = Dtype::fp8_e4m3;
+  auto fp8 = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(fp8);
+  a = args(*fp8);
+  a.kv.k_sf = ksf;
+  CUBINRT_ASSERT_OK(fp8->launch(a, nullptr));
+  std::memcpy(&p, fake_state().launches.back().params.data(), fake_state().launches.back().params.size());
+  EXPECT_EQ(p.k_sf, nullptr);
+  EXPECT_EQ(p.sf_stride_token, 0);
 }
 
 TEST_F(Dispatch, BadShapesAreRefusedAtPlan) {
@@ -212,7 +262,7 @@ TEST_F(Dispatch, StridedViewsReachTheKernelAsGiven) {
   a.lse_strides = {1, 3};
   CUBINRT_ASSERT_OK(plan->launch(a, nullptr));
   ASSERT_EQ(fake_state().launches.size(), 1u);
-  CubinrtPagedDecodeParamsV5 p{};
+  CubinrtPagedDecodeParamsV6 p{};
   std::memcpy(&p, fake_state().launches[0].params.data(), fake_state().launches[0].params.size());
   EXPECT_EQ(p.v_cache, k + 16);
   EXPECT_EQ(p.kv_stride_page, page);
@@ -237,7 +287,7 @@ TEST_F(Dispatch, ContiguousDefaultsAndExtentOneDimensions) {
   alignas(16) float lse[32];
   a.lse = lse;
   CUBINRT_ASSERT_OK(plan->launch(a, nullptr));
-  CubinrtPagedDecodeParamsV5 p{};
+  CubinrtPagedDecodeParamsV6 p{};
   std::memcpy(&p, fake_state().launches[0].params.data(), fake_state().launches[0].params.size());
   EXPECT_EQ(p.q_stride_batch, 0);
   EXPECT_EQ(p.q_stride_head, 128);
@@ -425,7 +475,7 @@ TEST_F(Dispatch, ClusterMergeLaunchesOneClusterPerHeadChunk) {
   EXPECT_EQ(r.attrs[0].value.clusterDim.x, 1u);
   EXPECT_EQ(r.attrs[0].value.clusterDim.y, 1u);
   EXPECT_EQ(r.attrs[0].value.clusterDim.z, 3u);
-  CubinrtPagedDecodeParamsV5 p{};
+  CubinrtPagedDecodeParamsV6 p{};
   std::memcpy(&p, r.params.data(), r.params.size());
   EXPECT_EQ(p.partial, nullptr);
   EXPECT_EQ(p.split_counters, nullptr);

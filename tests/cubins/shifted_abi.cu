@@ -1,4 +1,4 @@
-// Test only: a paged decode entry point whose parameters disagree with PagedDecodeParams v5.
+// Test only: a paged decode entry point whose parameters disagree with PagedDecodeParams v6.
 // An int32 sits where k_cache should be, pushing the (FP8) KV pointer 8 bytes later; the last
 // field is dropped so the count still matches. Verification must catch it by layout.
 #include "paged_decode_abi.h"
@@ -13,6 +13,7 @@ extern "C" __global__ void cubinrt_paged_decode_hd128_bf16_fp8_e4m3_p16(
     int64_t kv_stride_token, int64_t kv_stride_head, int64_t q_stride_batch, int64_t q_stride_head,
     int64_t out_stride_batch, int64_t out_stride_head, float k_scale, float v_scale, float softmax_scale,
     int32_t batch, int32_t num_q_heads, int32_t num_kv_heads, int32_t block_table_stride, int32_t num_splits,
-    int32_t pages_per_split, int64_t lse_stride_batch) {
+    int32_t pages_per_split, int64_t lse_stride_batch, int64_t lse_stride_head, const uint8_t* k_sf, const uint8_t* v_sf,
+    int64_t sf_stride_page, int64_t sf_stride_token) {
   if (out) static_cast<float*>(out)[0] = k_scale + inserted + (k_cache != nullptr);
 }

@@ -12,7 +12,7 @@
  *   library older than your header refuses fields it does not know unless they are zero.
  * - Tensors follow DLPack: a data pointer, a DLPack dtype (code, bits, lanes), shape, and strides
  *   in ELEMENTS (not bytes); all-zero strides mean C-contiguous. The innermost stride is 1.
- * - The KV cache's logical dtype is never inferred: FP8 (and later NVFP4) KV lives in uint8 storage
+ * - The KV cache's logical dtype is never inferred: FP8 and NVFP4 KV live in uint8 storage
  *   with kv_declared naming the encoding. A float8 DLPack tensor is typed storage of that encoding.
  * - A launch allocates nothing and formats nothing unless it fails; it is capturable in a CUDA
  *   graph. */
@@ -206,7 +206,7 @@ typedef struct cubinrt_decode_shape {
   uint32_t head_dim;
   int32_t q_dtype;             /* CUBINRT_DTYPE_FP16 | CUBINRT_DTYPE_BF16 */
   int32_t kv_storage;          /* CUBINRT_DTYPE_*: the q dtype, or CUBINRT_DTYPE_UINT8 */
-  int32_t kv_declared;         /* 0: none; CUBINRT_DTYPE_FP8_E4M3 | _FP8_E5M2 (| _NVFP4) for uint8 */
+  int32_t kv_declared;         /* 0: none; CUBINRT_DTYPE_FP8_E4M3 | _FP8_E5M2 | _NVFP4 for uint8 */
   uint32_t page_size;
   int32_t layout;              /* cubinrt_kv_layout: the order of K's and V's dims */
   uint32_t block_table_stride; /* pages per block-table row */
@@ -241,9 +241,12 @@ CUBINRT_API cubinrt_status cubinrt_decode_plan_info_get(const cubinrt_decode_pla
 /* A launch's tensors. Shapes must match the plan; strides are free within the kernels' alignment
  * (q, K, V rows start at 16-byte multiples; out rows at 8; no view overlaps itself):
  *   q, out  [batch, num_q_heads, head_dim], the q dtype (q may be a view of a fused QKV projection)
- *   k, v    NHD: [num_pages, page_size, num_kv_heads, head_dim]; HND: [num_pages, num_kv_heads,
- *           page_size, head_dim]; storage dtype (uint8 for FP8); the same shape and strides
- *           (vLLM's cache[:, 0] and cache[:, 1])
+ *   k, v    NHD: [num_pages, page_size, num_kv_heads, row]; HND: [num_pages, num_kv_heads,
+ *           page_size, row]; row = head_dim, or head_dim / 2 for NVFP4 (two codes a byte); storage
+ *           dtype (uint8 for FP8 and NVFP4); the same shape and strides (vLLM's cache[:, 0] and
+ *           cache[:, 1])
+ *   k_sf, v_sf  NVFP4 only (appended to the struct's first version): e4m3 block scales (uint8 or
+ *           float8_e4m3fn), the cache's shape with row = head_dim / 16, one set of strides
  *   block_table  int32 [batch, block_table_stride], rows contiguous
  *   seq_lens     int32 [batch]
  *   lse          float32 [batch, num_q_heads], optional (data NULL) */
@@ -253,7 +256,7 @@ typedef struct cubinrt_decode_args {
   cubinrt_tensor k;
   cubinrt_tensor v;
   int32_t kv_declared;       /* must be the plan's: the logical dtype of uint8 KV */
-  float k_scale;             /* FP8 dequantisation scales; 0: 1 */
+  float k_scale;             /* FP8 dequantisation scales, NVFP4 global ones; 0: 1 */
   float v_scale;
   cubinrt_tensor block_table;
   cubinrt_tensor seq_lens;
@@ -262,6 +265,9 @@ typedef struct cubinrt_decode_args {
   float softmax_scale;       /* 0: 1/sqrt(head_dim) */
   void* workspace;           /* cubinrt_decode_plan_info.workspace_bytes, device memory */
   uint64_t workspace_bytes;
+  /* Appended after the first version (whose struct_size ends at workspace_bytes): */
+  cubinrt_tensor k_sf;       /* NVFP4's block scales; data NULL for other dtypes */
+  cubinrt_tensor v_sf;
 } cubinrt_decode_args;
 
 static inline void cubinrt_decode_args_init(cubinrt_decode_args* a) {

@@ -1,5 +1,5 @@
 // The paged decode attention dispatcher. The KV cache's logical dtype is always declared: uint8
-// storage is FP8 only when the engine says which FP8, never by inference. A plan resolves the
+// storage is FP8 or NVFP4 only when the engine says which, never by inference. A plan resolves the
 // kernel and the launch shape once; launching it is a parameter fill plus cuLaunchKernelEx (no
 // allocation, no host synchronisation, capturable in a CUDA graph).
 #pragma once
@@ -53,8 +53,9 @@ struct KvCacheDesc {
   KvStrides k_strides;                    // zero: contiguous in `layout`
   KvStrides v_strides;                    // zero: contiguous in `layout`; else equal to k_strides
   // NVFP4: V's block scales, and both scale tensors' strides in bytes ([pages, page_size,
-  // num_kv_heads, head_dim / 16] or its HND order when zero). Written by kv_append; the decode
-  // kernels do not read NVFP4 yet.
+  // num_kv_heads, head_dim / 16] or its HND order when zero; rows aligned to their size, up to 16).
+  // kv_append writes them, the decode reads them: value = e2m1 x e4m3 block scale x k_scale (or
+  // v_scale). For NVFP4 the K and V strides above count bytes (a row is head_dim / 2 of them).
   const void* v_sf = nullptr;
   KvStrides sf_strides;
 };

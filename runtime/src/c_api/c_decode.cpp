@@ -4,6 +4,7 @@
 // turns it into the C++ DecodeArgs, whose launch then checks strides and alignment. Nothing is
 // allocated or formatted unless a check fails.
 #include <array>
+#include <cstddef>
 #include <span>
 #include <string_view>
 
@@ -21,7 +22,7 @@ namespace {
 
 constexpr size_t kShapeV1 = sizeof(cubinrt_decode_shape);
 constexpr size_t kPlanInfoV1 = sizeof(cubinrt_decode_plan_info);
-constexpr size_t kArgsV1 = sizeof(cubinrt_decode_args);
+constexpr size_t kArgsV1 = offsetof(cubinrt_decode_args, k_sf);  // the first version ended at workspace_bytes
 constexpr std::string_view kLaunch = "paged decode launch";
 
 }  // namespace
@@ -109,6 +110,7 @@ cubinrt_status cubinrt_decode_plan_launch(const cubinrt_decode_plan* plan, const
     const int ordinal = p.runtime().device().ordinal;
     const int64_t B = s.batch, Hq = s.num_q_heads, Hkv = s.num_kv_heads, D = s.head_dim, P = s.page_size;
     const Elem q_elem = elem_of(s.q_dtype), kv_elem = elem_of(s.kv_storage);
+    const bool nvfp4 = s.kv_declared == Dtype::nvfp4;
 
     DecodeArgs a;
     const std::array<int64_t, 3> q_shape{B, Hq, D};
@@ -117,9 +119,15 @@ cubinrt_status cubinrt_decode_plan_launch(const cubinrt_decode_plan* plan, const
     // K and V: the page count is theirs (the cache's size); the rest is the plan's.
     const int64_t pages = c.k.ndim == 4 ? c.k.shape[0] : 0;
     const bool nhd = s.layout == KvLayout::nhd;
-    const std::array<int64_t, 4> kv_shape = nhd ? std::array<int64_t, 4>{pages, P, Hkv, D} : std::array<int64_t, 4>{pages, Hkv, P, D};
-    const Strides k = CUBINRT_TRY(check_tensor(kLaunch, "k", c.k, kv_elem, kv_shape, ordinal, true));
-    const Strides v = CUBINRT_TRY(check_tensor(kLaunch, "v", c.v, kv_elem, kv_shape, ordinal, true));
+    // Rows of head_dim elements, NVFP4's of head_dim / 2 bytes and its scales' of head_dim / 16.
+    const auto kv_shape = [&](int64_t row) { return nhd ? std::array<int64_t, 4>{pages, P, Hkv, row} : std::array<int64_t, 4>{pages, Hkv, P, row}; };
+    const Strides k = CUBINRT_TRY(check_tensor(kLaunch, "k", c.k, kv_elem, kv_shape(nvfp4 ? D / 2 : D), ordinal, true));
+    const Strides v = CUBINRT_TRY(check_tensor(kLaunch, "v", c.v, kv_elem, kv_shape(nvfp4 ? D / 2 : D), ordinal, true));
+    if (nvfp4) {
+      a.kv.sf_strides = CUBINRT_TRY(check_nvfp4_scales(kLaunch, c.k_sf, c.v_sf, kv_shape(D / 16), ordinal, nhd));
+      a.kv.k_sf = c.k_sf.data;
+      a.kv.v_sf = c.v_sf.data;
+    }
     const Strides table = CUBINRT_TRY(check_tensor(kLaunch, "block_table", c.block_table, Elem::int32, std::array<int64_t, 2>{B, s.block_table_stride}, ordinal));
     if ((B > 1 && table.v[0] != s.block_table_stride) || (s.block_table_stride > 1 && table.v[1] != 1))
       return fail(Errc::invalid_argument, fmt::format("paged decode launch: block_table has strides ({}, {}); its rows must be contiguous "
@@ -147,8 +155,8 @@ cubinrt_status cubinrt_decode_plan_launch(const cubinrt_decode_plan* plan, const
     a.kv.page_size = s.page_size;
     a.kv.num_kv_heads = s.num_kv_heads;
     a.kv.num_pages = pages;
-    a.kv.k_strides = nhd ? KvStrides{k.v[0], k.v[1], k.v[2]} : KvStrides{k.v[0], k.v[2], k.v[1]};
-    a.kv.v_strides = nhd ? KvStrides{v.v[0], v.v[1], v.v[2]} : KvStrides{v.v[0], v.v[2], v.v[1]};
+    a.kv.k_strides = kv_strides_in_layout(k, nhd);
+    a.kv.v_strides = kv_strides_in_layout(v, nhd);
     a.block_table = static_cast<const int32_t*>(c.block_table.data);
     a.seq_lens = static_cast<const int32_t*>(c.seq_lens.data);
     a.softmax_scale = c.softmax_scale;

@@ -17,9 +17,6 @@ constexpr size_t kShapeV1 = sizeof(cubinrt_kv_append_shape);
 constexpr size_t kArgsV1 = sizeof(cubinrt_kv_append_args);
 constexpr std::string_view kLaunch = "kv_append launch";
 
-// (page, token, head) strides from a cache tensor's dims in its layout.
-KvStrides in_layout(const Strides& s, bool nhd) { return nhd ? KvStrides{s.v[0], s.v[1], s.v[2]} : KvStrides{s.v[0], s.v[2], s.v[1]}; }
-
 }  // namespace
 }  // namespace cubinrt::c_api
 
@@ -100,20 +97,12 @@ cubinrt_status cubinrt_kv_append_plan_launch(const cubinrt_kv_append_plan* plan,
     a.cache.page_size = s.page_size;
     a.cache.num_kv_heads = s.num_kv_heads;
     a.cache.num_pages = pages;
-    a.cache.k_strides = in_layout(ks, nhd);
-    a.cache.v_strides = in_layout(vs, nhd);
+    a.cache.k_strides = kv_strides_in_layout(ks, nhd);
+    a.cache.v_strides = kv_strides_in_layout(vs, nhd);
     if (nvfp4) {
-      cubinrt_tensor ksf = c.k_sf, vsf = c.v_sf;
-      if (elem_of(ksf) == Elem::fp8_e4m3) ksf.dtype_code = CUBINRT_DL_UINT;  // e4m3 scales as uint8 or float8_e4m3fn
-      if (elem_of(vsf) == Elem::fp8_e4m3) vsf.dtype_code = CUBINRT_DL_UINT;
-      const Strides kf = CUBINRT_TRY(check_tensor(kLaunch, "k_sf", ksf, Elem::uint8, cache_shape(D / 16), ordinal, true));
-      const Strides vf = CUBINRT_TRY(check_tensor(kLaunch, "v_sf", vsf, Elem::uint8, cache_shape(D / 16), ordinal, true));
-      const KvStrides kfs = in_layout(kf, nhd), vfs = in_layout(vf, nhd);
-      if (kfs.page != vfs.page || kfs.token != vfs.token || kfs.head != vfs.head)
-        return fail(Errc::invalid_argument, fmt::format("{}: k_sf and v_sf have different strides; they are views of one layout", kLaunch));
+      a.cache.sf_strides = CUBINRT_TRY(check_nvfp4_scales(kLaunch, c.k_sf, c.v_sf, cache_shape(D / 16), ordinal, nhd));
       a.cache.k_sf = c.k_sf.data;
       a.cache.v_sf = c.v_sf.data;
-      a.cache.sf_strides = kfs;
     }
     return p.launch(a, static_cast<CUstream_st*>(stream));
   });

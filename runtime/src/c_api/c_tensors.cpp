@@ -1,5 +1,7 @@
 #include "c_api/c_tensors.hpp"
 
+#include "common/try.hpp"
+
 #include <string>
 
 #include <fmt/format.h>
@@ -83,6 +85,22 @@ Result<Strides> check_tensor(std::string_view launch, const char* name, const cu
   if (rows && t.shape[n - 1] > 1 && s.v[n - 1] != 1)
     return bad(fmt::format("has innermost stride {}; its last dimension must be contiguous (stride 1)", s.v[n - 1]));
   return s;
+}
+
+KvStrides kv_strides_in_layout(const Strides& s, bool nhd) {
+  return nhd ? KvStrides{s.v[0], s.v[1], s.v[2]} : KvStrides{s.v[0], s.v[2], s.v[1]};
+}
+
+Result<KvStrides> check_nvfp4_scales(std::string_view launch, const cubinrt_tensor& k_sf, const cubinrt_tensor& v_sf,
+                                     std::span<const int64_t> shape, int ordinal, bool nhd) {
+  cubinrt_tensor k = k_sf, v = v_sf;
+  if (elem_of(k) == Elem::fp8_e4m3) k.dtype_code = CUBINRT_DL_UINT;  // e4m3 scales as uint8 or float8_e4m3fn
+  if (elem_of(v) == Elem::fp8_e4m3) v.dtype_code = CUBINRT_DL_UINT;
+  const KvStrides ks = kv_strides_in_layout(CUBINRT_TRY(check_tensor(launch, "k_sf", k, Elem::uint8, shape, ordinal, true)), nhd);
+  const KvStrides vs = kv_strides_in_layout(CUBINRT_TRY(check_tensor(launch, "v_sf", v, Elem::uint8, shape, ordinal, true)), nhd);
+  if (ks.page != vs.page || ks.token != vs.token || ks.head != vs.head)
+    return fail(Errc::invalid_argument, fmt::format("{}: k_sf and v_sf have different strides; they are views of one layout", launch));
+  return ks;
 }
 
 }  // namespace cubinrt::c_api

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cubinrt/cubinrt.h"
+#include "cubinrt/paged_decode.hpp"
 #include "cubinrt/error.hpp"
 #include "cubinrt/types.hpp"
 
@@ -27,5 +28,12 @@ struct Strides {
 // stride. Returns its element strides (all zero: C-contiguous). `launch` prefixes the message.
 Result<Strides> check_tensor(std::string_view launch, const char* name, const cubinrt_tensor& t, Elem want, std::span<const int64_t> shape,
                              int ordinal, bool rows = false);
+
+// (page, token, head) strides from a paged cache tensor's dims in its layout (NHD or HND).
+KvStrides kv_strides_in_layout(const Strides& s, bool nhd);
+// NVFP4's two block-scale tensors (uint8 or float8_e4m3fn) of `shape` (the cache's, with rows of
+// head_dim / 16): checked as every tensor, and of one layout. Returns their shared strides.
+Result<KvStrides> check_nvfp4_scales(std::string_view launch, const cubinrt_tensor& k_sf, const cubinrt_tensor& v_sf,
+                                     std::span<const int64_t> shape, int ordinal, bool nhd);
 
 }  // namespace cubinrt::c_api

@@ -10,13 +10,13 @@ namespace cubinrt {
 namespace paged_decode {
 
 #define CUBINRT_ABI_FIELD_(type, name)                                                \
-  AbiField{#name, static_cast<uint32_t>(offsetof(CubinrtPagedDecodeParamsV5, name)), \
-           static_cast<uint32_t>(sizeof(CubinrtPagedDecodeParamsV5::name))},
+  AbiField{#name, static_cast<uint32_t>(offsetof(CubinrtPagedDecodeParamsV6, name)), \
+           static_cast<uint32_t>(sizeof(CubinrtPagedDecodeParamsV6::name))},
 // Made on first use (a family may be asked for during another file's static initialisation).
-const AbiLayout& abi_v5() {
+const AbiLayout& abi_v6() {
   static const AbiLayout abi =
-      make_abi_layout(CUBINRT_PAGED_DECODE_ABI_NAME, CUBINRT_PAGED_DECODE_ABI_VERSION, sizeof(CubinrtPagedDecodeParamsV5),
-                      {CUBINRT_PAGED_DECODE_V5_FIELDS(CUBINRT_ABI_FIELD_)}, CUBINRT_PAGED_DECODE_MIN_THREADS);
+      make_abi_layout(CUBINRT_PAGED_DECODE_ABI_NAME, CUBINRT_PAGED_DECODE_ABI_VERSION, sizeof(CubinrtPagedDecodeParamsV6),
+                      {CUBINRT_PAGED_DECODE_V6_FIELDS(CUBINRT_ABI_FIELD_)}, CUBINRT_PAGED_DECODE_MIN_THREADS);
   return abi;
 }
 #undef CUBINRT_ABI_FIELD_
@@ -29,7 +29,7 @@ std::span<const std::string_view> DecodeFamily::axes() const {
 }
 
 std::span<const AbiLayout* const> DecodeFamily::abis() const {
-  static const AbiLayout* const abis[1] = {&abi_v5()};
+  static const AbiLayout* const abis[1] = {&abi_v6()};
   return abis;
 }
 

@@ -12,7 +12,7 @@ namespace cubinrt::paged_decode {
 inline constexpr std::string_view kFamily = "paged_decode";
 inline constexpr std::string_view kG16Family = "paged_decode_g16";
 
-const AbiLayout& abi_v5();
+const AbiLayout& abi_v6();
 
 class DecodeFamily final : public Family {
  public:

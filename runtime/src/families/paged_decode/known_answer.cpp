@@ -22,7 +22,7 @@ size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 // Where one problem's buffers sit in the shared device arena.
 struct Placement {
   DecodePlan plan;
-  size_t q, k, v, table, lens, out, lse, ws, end;
+  size_t q, k, v, k_sf, v_sf, table, lens, out, lse, ws, end;
 };
 
 }  // namespace
@@ -36,18 +36,20 @@ Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const st
   size_t at = 0;
   for (const ref::Problem* pp : problems) {
     const ref::Problem& p = *pp;
-    const bool fp8 = dtype_bits(p.kv_dtype) == 8;
+    const bool bytes = dtype_bits(p.kv_dtype) < 16;  // FP8 and NVFP4 live in uint8 storage
     DecodeShape shape = p.shape;
-    shape.kv_storage = fp8 ? Dtype::uint8 : p.kv_dtype;
-    shape.kv_declared = fp8 ? std::optional<Dtype>(declare_kv_as.value_or(p.kv_dtype)) : declare_kv_as;
+    shape.kv_storage = bytes ? Dtype::uint8 : p.kv_dtype;
+    shape.kv_declared = bytes ? std::optional<Dtype>(declare_kv_as.value_or(p.kv_dtype)) : declare_kv_as;
     shape.num_splits = num_splits;
     shape.merge = merge;
-    Placement pl{CUBINRT_TRY(DecodePlan::create(runtime, shape)), 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    Placement pl{CUBINRT_TRY(DecodePlan::create(runtime, shape)), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     const size_t out_elems = size_t{p.shape.batch} * p.shape.num_q_heads * p.shape.head_dim;
     pl.q = at;
     pl.k = align256(pl.q + p.q.size());
     pl.v = align256(pl.k + p.k.size());
-    pl.table = align256(pl.v + p.v.size());
+    pl.k_sf = align256(pl.v + p.v.size());
+    pl.v_sf = align256(pl.k_sf + p.k_sf.size());
+    pl.table = align256(pl.v_sf + p.v_sf.size());
     pl.lens = align256(pl.table + p.block_table.size() * 4);
     pl.out = align256(pl.lens + p.seq_lens.size() * 4);
     pl.lse = align256(pl.out + out_elems * 2);
@@ -64,6 +66,8 @@ Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const st
     std::memcpy(staging.data() + pl.q, p.q.data(), p.q.size());
     std::memcpy(staging.data() + pl.k, p.k.data(), p.k.size());
     std::memcpy(staging.data() + pl.v, p.v.data(), p.v.size());
+    if (!p.k_sf.empty()) std::memcpy(staging.data() + pl.k_sf, p.k_sf.data(), p.k_sf.size());
+    if (!p.v_sf.empty()) std::memcpy(staging.data() + pl.v_sf, p.v_sf.data(), p.v_sf.size());
     std::memcpy(staging.data() + pl.table, p.block_table.data(), p.block_table.size() * 4);
     std::memcpy(staging.data() + pl.lens, p.seq_lens.data(), p.seq_lens.size() * 4);
     std::memset(staging.data() + pl.out, 0xff, pl.ws - pl.out);
@@ -86,6 +90,8 @@ Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const st
     a.kv.declared = s.kv_declared;
     a.kv.k_scale = p.k_scale;
     a.kv.v_scale = p.v_scale;
+    a.kv.k_sf = p.k_sf.empty() ? nullptr : dev(pl.k_sf);
+    a.kv.v_sf = p.v_sf.empty() ? nullptr : dev(pl.v_sf);
     a.kv.layout = s.layout;
     a.kv.page_size = s.page_size;
     a.kv.num_kv_heads = s.num_kv_heads;

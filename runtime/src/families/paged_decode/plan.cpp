@@ -74,10 +74,8 @@ Result<Dtype> resolve_kv_dtype(Dtype q_dtype, Dtype storage, std::optional<Dtype
   switch (storage) {
     case Dtype::uint8:
       if (!declared)
-        return bad("the KV cache is uint8 storage with no declared dtype; declare fp8_e4m3 or fp8_e5m2 (cubinrt never infers the encoding from storage)");
-      if (*declared == Dtype::fp8_e4m3 || *declared == Dtype::fp8_e5m2) return *declared;
-      if (*declared == Dtype::nvfp4)
-        return bad("nvfp4 KV is declared, but cubinrt has no NVFP4 decode kernel yet (NVFP4 also needs its scale-factor tensor); use fp8_e4m3, fp8_e5m2 or 16-bit KV");
+        return bad("the KV cache is uint8 storage with no declared dtype; declare fp8_e4m3, fp8_e5m2 or nvfp4 (cubinrt never infers the encoding from storage)");
+      if (*declared == Dtype::fp8_e4m3 || *declared == Dtype::fp8_e5m2 || *declared == Dtype::nvfp4) return *declared;
       return bad(fmt::format("uint8 storage cannot hold {} KV", dtype_name(*declared)));
     case Dtype::fp8_e4m3:
     case Dtype::fp8_e5m2:
@@ -90,7 +88,7 @@ Result<Dtype> resolve_kv_dtype(Dtype q_dtype, Dtype storage, std::optional<Dtype
         return bad(fmt::format("16-bit KV must match the q dtype ({} KV with {} q)", dtype_name(storage), dtype_name(q_dtype)));
       return storage;
     case Dtype::nvfp4:
-      return bad("nvfp4 is declared on uint8 storage, and cubinrt has no NVFP4 decode kernel yet");
+      return bad("nvfp4 is not a storage dtype: an NVFP4 cache is uint8 storage declared nvfp4 (two codes a byte), with its block scales");
   }
   return bad("unknown storage dtype");
 }
@@ -116,9 +114,9 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
   plan.param_bytes_ = CUBINRT_TRY(find_abi(entry.key.family, entry.abi_name, entry.abi_version))->param_bytes;
   // The launch fills this struct; a kernel of another ABI (a bundle that is not this build's)
   // would take a parameter block of another size.
-  if (plan.param_bytes_ > sizeof(CubinrtPagedDecodeParamsV5))
+  if (plan.param_bytes_ > sizeof(CubinrtPagedDecodeParamsV6))
     return fail(Errc::mismatch, fmt::format("paged decode: kernel {} takes {} parameter bytes, this build fills {}", entry.id,
-                                            plan.param_bytes_, sizeof(CubinrtPagedDecodeParamsV5)));
+                                            plan.param_bytes_, sizeof(CubinrtPagedDecodeParamsV6)));
 
   plan.head_chunks_ = (group + plan.heads_per_block_ - 1) / plan.heads_per_block_;
   if (uint64_t{s.num_kv_heads} * static_cast<uint64_t>(plan.head_chunks_) > 65535)
@@ -178,18 +176,19 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
     return bad(fmt::format("the KV descriptor (page_size {}, {} kv heads) is not the plan's (page_size {}, {} kv heads) or its layout differs",
                            a.kv.page_size, a.kv.num_kv_heads, s.page_size, s.num_kv_heads));
   if (a.kv.num_pages <= 0) return bad("kv.num_pages must be positive");
-  const ViewStrides strides = CUBINRT_TRY(resolve_views(s, a));
+  const ViewStrides strides = CUBINRT_TRY(resolve_views(s, kv_dtype_, a));
   if (num_splits_ > 1 && merge_ == SplitMerge::workspace && (a.workspace == nullptr || a.workspace_bytes < workspace_bytes_ || !aligned(a.workspace, 16)))
     return bad(fmt::format("this plan splits the KV range {} ways and needs a 16-byte aligned workspace of {} bytes ({} given)", num_splits_,
                            workspace_bytes_, a.workspace ? a.workspace_bytes : 0));
   // The stream and every tensor on this plan's device (driver questions, no formatting unless
   // wrong); on the NULL stream, the device's context current for the launch.
   const LaunchTensor tensors[] = {{a.q, "q"},          {a.kv.k, "kv.k"}, {a.kv.v, "kv.v"}, {a.block_table, "block_table"}, {a.seq_lens, "seq_lens"},
-                                  {a.out, "out"},      {a.lse, "lse"},   {num_splits_ > 1 && merge_ == SplitMerge::workspace ? a.workspace : nullptr, "workspace"}};
+                                  {a.out, "out"},      {a.lse, "lse"},   {num_splits_ > 1 && merge_ == SplitMerge::workspace ? a.workspace : nullptr, "workspace"},
+                                  {kv_dtype_ == Dtype::nvfp4 ? a.kv.k_sf : nullptr, "kv.k_sf"}, {kv_dtype_ == Dtype::nvfp4 ? a.kv.v_sf : nullptr, "kv.v_sf"}};
   ContextGuard on_device = CUBINRT_TRY(enter_launch_target(*runtime_, stream, tensors, "paged decode launch"));
 
   const int64_t D = s.head_dim;
-  CubinrtPagedDecodeParamsV5 p{};
+  CubinrtPagedDecodeParamsV6 p{};
   p.q = a.q;
   p.k_cache = a.kv.k;
   p.v_cache = a.kv.v;
@@ -211,8 +210,16 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
   p.out_stride_head = strides.out_head;
   p.lse_stride_batch = strides.lse_batch;
   p.lse_stride_head = strides.lse_head;
-  p.k_scale = kv_dtype_ == Dtype::fp8_e4m3 || kv_dtype_ == Dtype::fp8_e5m2 ? a.kv.k_scale : 1.f;
-  p.v_scale = kv_dtype_ == Dtype::fp8_e4m3 || kv_dtype_ == Dtype::fp8_e5m2 ? a.kv.v_scale : 1.f;
+  const bool scaled = kv_dtype_ == Dtype::fp8_e4m3 || kv_dtype_ == Dtype::fp8_e5m2 || kv_dtype_ == Dtype::nvfp4;
+  p.k_scale = scaled ? a.kv.k_scale : 1.f;
+  p.v_scale = scaled ? a.kv.v_scale : 1.f;
+  if (kv_dtype_ == Dtype::nvfp4) {
+    p.k_sf = static_cast<const uint8_t*>(a.kv.k_sf);
+    p.v_sf = static_cast<const uint8_t*>(a.kv.v_sf);
+    p.sf_stride_page = strides.sf_page;
+    p.sf_stride_token = strides.sf_token;
+    p.sf_stride_head = strides.sf_head;
+  }
   p.softmax_scale = a.softmax_scale != 0.f ? a.softmax_scale : 1.f / std::sqrt(static_cast<float>(D));
   p.batch = static_cast<int32_t>(s.batch);
   p.num_q_heads = static_cast<int32_t>(s.num_q_heads);

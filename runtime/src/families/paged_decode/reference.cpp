@@ -91,8 +91,26 @@ Problem make_problem(const DecodeShape& s, Dtype kv_dtype, std::vector<int32_t> 
   };
   fill16(p.q, B * Hq * D, s.q_dtype);
   const size_t kv_elems = static_cast<size_t>(p.num_pages) * P * Hk * D;
-  if (bytes_of(kv_dtype) == 2) fill16(p.k, kv_elems, kv_dtype), fill16(p.v, kv_elems, kv_dtype);
-  else fill8(p.k, kv_elems), fill8(p.v, kv_elems);
+  if (kv_dtype == Dtype::nvfp4) {
+    // Any byte is two valid codes. Scales: mostly 1/8 to 4 (codes 0x20-0x48), one block in 16 an
+    // e4m3 subnormal (codes 1-7, down to 2^-9) and one in 64 zero.
+    auto fill_nvfp4 = [&](std::vector<uint8_t>& data, std::vector<uint8_t>& sf) {
+      data.resize(kv_elems / 2);
+      for (uint8_t& x : data) x = static_cast<uint8_t>(rng());
+      sf.resize(kv_elems / 16);
+      for (uint8_t& x : sf) {
+        const uint64_t r = rng();
+        x = static_cast<uint8_t>(r % 64 == 0 ? 0 : r % 16 == 1 ? 1 + (r >> 8) % 7 : 0x20 + (r >> 8) % 0x29);
+      }
+    };
+    fill_nvfp4(p.k, p.k_sf);
+    fill_nvfp4(p.v, p.v_sf);
+    p.k_scale = 0.375f, p.v_scale = 0.625f;
+  } else if (bytes_of(kv_dtype) == 2) {
+    fill16(p.k, kv_elems, kv_dtype), fill16(p.v, kv_elems, kv_dtype);
+  } else {
+    fill8(p.k, kv_elems), fill8(p.v, kv_elems);
+  }
   if (bytes_of(kv_dtype) == 1) p.k_scale = 0.75f, p.v_scale = 1.25f;
   p.softmax_scale = 1.f / std::sqrt(static_cast<float>(D));
   return p;
@@ -102,15 +120,21 @@ Answer solve(const Problem& p, Dtype kv_as) {
   const DecodeShape& s = p.shape;
   const size_t D = s.head_dim, Hq = s.num_q_heads, Hk = s.num_kv_heads, P = s.page_size;
   const size_t group = Hq / Hk;
-  const bool fp8 = bytes_of(kv_as) == 1;
-  const std::vector<double>& table = code_table(kv_as);
-  auto decode_cache = [&](const std::vector<uint8_t>& cache, double scale) {
-    const size_t n = fp8 ? cache.size() : cache.size() / 2;
+  const bool fp8 = bytes_of(kv_as) == 1, nvfp4 = kv_as == Dtype::nvfp4;
+  const std::vector<double>& table = code_table(nvfp4 ? Dtype::fp8_e4m3 : kv_as);
+  // Every element's value, in the cache's element order. NVFP4: e2m1(code) x e4m3(its block's
+  // scale) x the global scale, element 2i in the low nibble of byte i (docs/formats.md).
+  auto decode_cache = [&](const std::vector<uint8_t>& cache, const std::vector<uint8_t>& sf, double scale) {
+    const size_t n = nvfp4 ? 2 * cache.size() : fp8 ? cache.size() : cache.size() / 2;
     std::vector<double> out(n);
-    for (size_t i = 0; i < n; ++i) out[i] = (fp8 ? table[cache[i]] : table[load16(cache, i)]) * scale;
+    for (size_t i = 0; i < n; ++i) {
+      if (nvfp4) out[i] = e2m1_value(static_cast<uint8_t>(cache[i / 2] >> (4 * (i % 2)) & 0xf)) * table[sf[i / 16]] * scale;
+      else out[i] = (fp8 ? table[cache[i]] : table[load16(cache, i)]) * scale;
+    }
     return out;
   };
-  const std::vector<double> K = decode_cache(p.k, fp8 ? p.k_scale : 1.0), V = decode_cache(p.v, fp8 ? p.v_scale : 1.0);
+  const bool scaled = fp8 || nvfp4;
+  const std::vector<double> K = decode_cache(p.k, p.k_sf, scaled ? p.k_scale : 1.0), V = decode_cache(p.v, p.v_sf, scaled ? p.v_scale : 1.0);
   auto row = [&](int64_t page, size_t tok, size_t h) {
     return s.layout == KvLayout::nhd ? ((static_cast<size_t>(page) * P + tok) * Hk + h) * D
                                      : ((static_cast<size_t>(page) * Hk + h) * P + tok) * D;

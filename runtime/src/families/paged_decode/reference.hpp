@@ -22,12 +22,14 @@ struct Problem {
   std::vector<int32_t> seq_lens;
   std::vector<int32_t> block_table;    // [batch, block_table_stride], pages shuffled
   int64_t num_pages = 0;
-  std::vector<uint8_t> q, k, v;        // raw bytes in the q / KV encodings
-  float k_scale = 1.f, v_scale = 1.f, softmax_scale = 0.f;
+  std::vector<uint8_t> q, k, v;        // raw bytes in the q / KV encodings (NVFP4: two codes a byte)
+  std::vector<uint8_t> k_sf, v_sf;     // NVFP4: e4m3 block scales, rows of head_dim / 16 in the KV's layout
+  float k_scale = 1.f, v_scale = 1.f, softmax_scale = 0.f;  // FP8's scales, NVFP4's global ones
 };
 
 // Random (never zero) inputs: q and 16-bit KV uniform in [-1, 1); FP8 KV as random codes that are
-// finite and below 4 in magnitude in BOTH FP8 encodings, so one buffer is valid as either.
+// finite and below 4 in magnitude in BOTH FP8 encodings, so one buffer is valid as either; NVFP4
+// as random codes (all 16 are finite) with random block scales, among them e4m3 subnormals and 0.
 Problem make_problem(const DecodeShape& shape, Dtype kv_dtype, std::vector<int32_t> seq_lens, uint64_t seed);
 
 struct Answer {
