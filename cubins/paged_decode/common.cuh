@@ -75,18 +75,19 @@ __device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t two_codes) {
 // mantissa) to bits 9-11, where half's exponent bias (15 against e2m1's 1) makes the value 2^-14
 // of e2m1's, and e2m1's one subnormal (0.5) lands on half's subnormal 2^-15. Word k holds codes k
 // and k + 4 (low and high half): pairing codes 16 bits apart lets one shift serve both halves.
-// 12 integer instructions for 8 elements; the caller owes the factor 2^14 (kKvUnit).
+// 11 integer instructions for 8 elements; the caller owes the factor 2^14 (kKvUnit).
 __device__ __forceinline__ void e2m1x8_to_half2x4(uint32_t x, uint32_t* w) {
   constexpr uint32_t kHalves = 0x8e008e00u;  // sign and magnitude bits of both halves
-  const uint32_t a = x << 3;                 // each code's sign 3 bits up, next to its magnitude's top
-  // Even codes: magnitude in bits 0-2 of their byte, sign in bit 6; odd codes: bits 4-6 and bit 10.
+  // Each code's sign 3 bits up, next to its magnitude's top (a rotate: code 7's sign wraps to bit 2).
+  const uint32_t a = __funnelshift_l(x, x, 3);
+  // Even codes: magnitude in bits 0-2 of their byte, sign in bit 6; odd codes: bits 4-6 and bit 10
+  // (code 7: bits 28-30 and, wrapped, bit 2).
   const uint32_t even = (x & 0x07070707u) | (a & ~0x07070707u);
   const uint32_t odd = (x & 0x70707070u) | (a & ~0x70707070u);
-  w[0] = (even << 9) & kHalves;  // codes 0 and 4
-  w[1] = (odd << 5) & kHalves;   // 1 and 5
-  w[2] = (even << 1) & kHalves;  // 2 and 6
-  // 3 and 7: their signs are bits 15 and 31 already (code 7's would fall off the top of `a`).
-  w[3] = (((x >> 3) & 0x0e000e00u) | (x & 0x80008000u));
+  w[0] = (even << 9) & kHalves;                   // codes 0 and 4
+  w[1] = (odd << 5) & kHalves;                    // 1 and 5
+  w[2] = (even << 1) & kHalves;                   // 2 and 6
+  w[3] = __funnelshift_r(odd, odd, 3) & kHalves;  // 3 and 7 (code 7's sign from bit 2 to 31)
 }
 
 // The 32-bit words of one load.

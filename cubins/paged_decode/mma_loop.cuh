@@ -78,8 +78,7 @@ constexpr int kVTokens = kTiles == 1 ? 2 : 2 * kTiles;  // V rows a lane holds p
 #ifdef CUBINRT_MMA_STAGES  // experiments only
 constexpr int kStages = CUBINRT_MMA_STAGES;
 #else
-// NVFP4 loads into registers (its rows of 64 bytes at head_dim 128 would need another swizzle).
-constexpr int kStages = kSliceDim >= 128 && !kKvIsNvfp4 ? 3 : 0;
+constexpr int kStages = kSliceDim >= 128 ? 3 : 0;
 #endif
 constexpr int kRowChunks = kv_dim_bytes(kSliceDim) / 16;  // 16-byte chunks of the warp's part of a K or V row
 constexpr int kStepChunks = kStep * kRowChunks;        // of K (or V) in one warp step
@@ -89,18 +88,25 @@ static_assert(kSliceDim % 64 == 0 && kSliceDim <= 256, "the mma loop covers head
 static_assert(!kDimSplit || kGroup == 8, "the dim-split loop exchanges the q.K tile's rows 0-7 only");
 static_assert(kTiles == 1 || kTiles % 2 == 0, "P.V takes n-tiles in pairs");
 static_assert(kGroup == 8 || kGroup == 16, "q heads are the 16 rows of the q.K tile and two 8-column P.V tiles");
-static_assert(kStages == 0 || (!kKvIsNvfp4 && kRowChunks >= 8 && kVLoadBytes == 16 && kStepChunks % 32 == 0),
-              "the shared-memory pipeline needs rows of 128 bytes or more and 16-byte V loads");
+// NVFP4's block scales ride the ring too: a K and a V scale row for each token of the step.
+constexpr int kSfRowBytes = kKvIsNvfp4 ? kSliceDim / 16 : 0;
+constexpr int kSfChunks = kKvIsNvfp4 ? kStep * kSfRowBytes / 16 : 0;  // of K's (or V's) scales in one warp step
+constexpr int kStageChunks = 2 * kStepChunks + 2 * kSfChunks;          // one step in the ring: K, V, K scales, V scales
+static_assert(kStages == 0 || (kRowChunks >= 8 && kVLoadBytes == 16 && kStepChunks % 32 == 0) ||
+                  (kKvIsNvfp4 && kRowChunks == 4 && kVLoadBytes == 8 && kStepChunks % 32 == 0),
+              "the shared-memory pipeline needs rows of 128 bytes or more and 16-byte V loads (NVFP4: 64-byte rows, 8-byte V loads)");
+static_assert(kStages == 0 || !kKvIsNvfp4 || (kSfRowBytes == 8 || kSfRowBytes == 16) && 2 * kStep <= 32,
+              "NVFP4's staged scale rows are one 8- or 16-byte copy a lane");
 
 // A warp's ring of kStages steps, each K then V (kStep rows of kRowChunks chunks), swizzled. Past
 // 48 KB the block's shared memory becomes dynamic (paged_decode.cu says how the host learns it).
 struct Ring {
-  uint4 chunk[kStages > 0 ? kWarps * kStages * 2 * kStepChunks : 1];
+  uint4 chunk[kStages > 0 ? kWarps * kStages * kStageChunks : 1];
 };
 // The dim-split loop's ring and each warp's partial scores of a step (rows 0-7 of the q.K tile:
 // 2 a lane and n-tile), two steps' worth, so one barrier a step keeps readers and writers apart.
 struct RingAndScores {
-  uint4 chunk[kStages > 0 ? kWarps * kStages * 2 * kStepChunks : 1];
+  uint4 chunk[kStages > 0 ? kWarps * kStages * kStageChunks : 1];
   float2 scores[2][kWarps][kTiles][32];
 };
 // Only the dim-split loop pays for the score buffer (the others' shared memory stays as it was:
@@ -306,8 +312,8 @@ struct StepLoads {
 // One load's block scales from the scale row `row` (byte `first` is the load's first).
 template <int kCount>
 __device__ __forceinline__ uint32_t load_scales(const uint8_t* row, int first) {
-  if constexpr (kCount == 2) return __ldg(reinterpret_cast<const unsigned short*>(row + first));
-  else return __ldg(row + first);
+  if constexpr (kCount == 2) return *reinterpret_cast<const unsigned short*>(row + first);
+  else return row[first];
 }
 
 // The page of each 16-token group of the step at t0; a group wholly past the end takes the last
@@ -373,7 +379,13 @@ __device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV6& p, c
 // Where chunk c of row r of a staged step lives: XOR-swizzled within each 128-byte span so that
 // neither the K reads (rows 2a and 2a + 1, chunks 4j..4j+3 per quarter warp) nor the V reads
 // (rows b + 2t, chunks 2a and 2a + 1) nor the cp.async writes meet in a bank.
-__device__ __forceinline__ int staged(int r, int c) { return r * kRowChunks + (c ^ (((r & 1) << 2) ^ (r & 6))); }
+// NVFP4's 64-byte rows (head_dim 128) pair up into 128-byte spans of 8 chunks, a row's 4 chunks
+// at 4 * (r & 1), XOR-ed by twice rows r / 2 mod 4: the V reads (8 bytes a lane, rows b + 2t, of
+// one parity) then fill all 8 chunks of a span, and the K reads and the copies stay apart too.
+__device__ __forceinline__ int staged(int r, int c) {
+  if constexpr (kRowChunks == 4) return (r >> 1) * 8 + ((4 * (r & 1) + c) ^ (((r >> 1) & 3) << 1));
+  else return r * kRowChunks + (c ^ (((r & 1) << 2) ^ (r & 6)));
+}
 
 __device__ __forceinline__ void cp_async16(uint4* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))), "l"(src) : "memory");
@@ -381,19 +393,35 @@ __device__ __forceinline__ void cp_async16(uint4* dst, const void* src) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory"); }
+// An NVFP4 scale row: 8 bytes (head_dim 128: through L1, the only way 8-byte copies go) or 16.
+template <int kBytes>
+__device__ __forceinline__ void cp_async_row(void* dst, const void* src) {
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  if constexpr (kBytes == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(d), "l"(src) : "memory");
+}
 
 // Starts copying one warp step's K and V rows into `buf`: the warp's lanes take consecutive
 // chunks, so each row is read as whole 32-byte sectors.
-__device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV6& p, const StepPages& sp, int lane, const char* kbase,
-                                           const char* vbase, int t0, uint4* buf) {
+__device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV6& p, const StepPages& sp, int lane, const KvBases& kv, int t0,
+                                           uint4* buf) {
 #pragma unroll
   for (int k = 0; k < kStepChunks / 32; ++k) {
     const int i = lane + 32 * k, row = i / kRowChunks, c = i % kRowChunks;
-    // 32 chunks never straddle a 16-token group (a group is 16 * kRowChunks >= 128 chunks).
+    // 32 chunks never straddle a 16-token group (a group is 16 * kRowChunks >= 64 chunks).
     const int grp = 32 * k / (kGroupTokens * kRowChunks);
     const int64_t off = (group_base(p, sp, t0, grp) + (row % kGroupTokens) * p.kv_stride_token) * kKvBytes + c * 16;
-    cp_async16(buf + staged(row, c), kbase + off);
-    cp_async16(buf + kStepChunks + staged(row, c), vbase + off);
+    cp_async16(buf + staged(row, c), kv.k + off);
+    cp_async16(buf + kStepChunks + staged(row, c), kv.v + off);
+  }
+  if constexpr (kKvIsNvfp4) {
+    // Lanes 0 .. kStep - 1 copy K's scale rows, the next kStep V's.
+    if (lane < 2 * kStep) {
+      const int row = lane % kStep;
+      const bool is_v = lane >= kStep;
+      char* dst = reinterpret_cast<char*>(buf + 2 * kStepChunks + (is_v ? kSfChunks : 0)) + row * kSfRowBytes;
+      cp_async_row<kSfRowBytes>(dst, (is_v ? kv.vsf : kv.ksf) + sf_row(p, sp, t0, row));
+    }
   }
 }
 
@@ -406,7 +434,22 @@ __device__ __forceinline__ void read_step(const uint4* buf, int g, int t, StepLo
 #pragma unroll
   for (int u = 0; u < kVTokens; ++u)
 #pragma unroll
-    for (int j = 0; j < kVLoads; ++j) out.v[u][j] = *reinterpret_cast<const VRaw*>(buf + kStepChunks + staged(v_token(u, t), 8 * j + g));
+    for (int j = 0; j < kVLoads; ++j) {
+      const int at = (8 * j + g) * kVLoadBytes;  // the load's first byte in its row (NVFP4's 8-byte loads: half a chunk)
+      out.v[u][j] = *reinterpret_cast<const VRaw*>(reinterpret_cast<const char*>(buf + kStepChunks + staged(v_token(u, t), at / 16)) + at % 16);
+    }
+  if constexpr (kKvIsNvfp4) {
+    const uint8_t* ksf = reinterpret_cast<const uint8_t*>(buf + 2 * kStepChunks);
+    const uint8_t* vsf = ksf + kSfChunks * 16;
+#pragma unroll
+    for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+      for (int j = 0; j < kKLoads; ++j) out.ksf[n][j] = load_scales<kKScales>(ksf + (n * 8 + g) * kSfRowBytes, (4 * j + t) * kKElems / 16);
+#pragma unroll
+    for (int u = 0; u < kVTokens; ++u)
+#pragma unroll
+      for (int j = 0; j < kVLoads; ++j) out.vsf[u][j] = load_scales<kVScales>(vsf + v_token(u, t) * kSfRowBytes, (8 * j + g) * kVElems / 16);
+  }
 }
 
 // The online-softmax state of one row of heads in a warp: head g's running max and sum (per
@@ -465,17 +508,70 @@ __device__ __forceinline__ void update_row(const float (&s)[kTiles][2], const bo
 }
 
 // O^T += V^T P^T for one row of heads (its weights pb as the B operand).
-__device__ __forceinline__ void pv_row(const uint32_t (&vw)[kVTokens][kKTiles], const uint32_t (&pb)[kTiles], RowState& r) {
+// V^T as the P.V mma's A operand: vt[p][0][i] holds dim tile i's low dim (row g) for V rows 2p and
+// 2p + 1 (the k index pair 2t, 2t + 1, or 2t + 8, 2t + 9), vt[p][1][i] its high dim (row g + 8).
+using VtWords = uint32_t[kVTokens / 2][2][kKTiles];
+
+// From rows' words (each two dims of one V row) to V^T: two byte permutes a pair of words.
+__device__ __forceinline__ void transpose_v(const uint32_t (&vw)[kVTokens][kKTiles], VtWords& vt) {
+#pragma unroll
+  for (int p = 0; p < kVTokens / 2; ++p)
+#pragma unroll
+    for (int i = 0; i < kKTiles; ++i) {
+      vt[p][0][i] = __byte_perm(vw[2 * p][i], vw[2 * p + 1][i], 0x5410);
+      vt[p][1][i] = __byte_perm(vw[2 * p][i], vw[2 * p + 1][i], 0x7632);
+    }
+}
+
+// NVFP4 straight to V^T: the codes of rows 2p and 2p + 1 are interleaved before they are widened
+// (four codes of one row, then the same four of the other), so every word the widening makes is
+// already a (row 2p, row 2p + 1) pair of one dim; the block scales are paired the same way. Two
+// byte permutes for 8 codes of each row instead of two for every word. Rows past the end are
+// zeroed codes and scales (they may hold anything, NaN scales included), so they add 0.
+__device__ __forceinline__ void nvfp4_vt(const StepLoads& cur, int t0, int t_end, int t, VtWords& vt) {
+#pragma unroll
+  for (int p = 0; p < kVTokens / 2; ++p) {
+    const bool in_a = t0 + v_token(2 * p, t) < t_end, in_b = t0 + v_token(2 * p + 1, t) < t_end;
+#pragma unroll
+    for (int j = 0; j < kVLoads; ++j) {
+      constexpr int kN = sizeof(VRaw) / 4;
+      uint32_t xa[kN], xb[kN];
+      words(cur.v[2 * p][j], xa);
+      words(cur.v[2 * p + 1][j], xb);
+      const uint32_t sa = in_a ? cur.vsf[2 * p][j] : 0u, sb = in_b ? cur.vsf[2 * p + 1][j] : 0u;
+      const __half2_raw ha = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(sa & 0xffff), __NV_E4M3);
+      const __half2_raw hb = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(sb & 0xffff), __NV_E4M3);
+      const uint32_t sa2 = static_cast<uint32_t>(ha.x) | (static_cast<uint32_t>(ha.y) << 16);
+      const uint32_t sb2 = static_cast<uint32_t>(hb.x) | (static_cast<uint32_t>(hb.y) << 16);
+#pragma unroll
+      for (int m = 0; m < kN; ++m) {
+        const uint32_t a = in_a ? xa[m] : 0u, b = in_b ? xb[m] : 0u;
+        const uint32_t scale = __byte_perm(sa2, sb2, m / 2 == 0 ? 0x5410 : 0x7632);  // words 0-1: the first block
+        uint32_t lo[4], hi[4];
+        e2m1x8_to_half2x4(__byte_perm(a, b, 0x5410), lo);  // codes 0-3 of each row: dims 8m + k
+        e2m1x8_to_half2x4(__byte_perm(a, b, 0x7632), hi);  // codes 4-7: dims 8m + k + 4
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const int i = j * (kVElems / 2) + 4 * m + k;
+          const __half2 l = __hmul2(*reinterpret_cast<const __half2*>(&lo[k]), *reinterpret_cast<const __half2*>(&scale));
+          const __half2 h = __hmul2(*reinterpret_cast<const __half2*>(&hi[k]), *reinterpret_cast<const __half2*>(&scale));
+          vt[p][0][i] = *reinterpret_cast<const uint32_t*>(&l);
+          vt[p][1][i] = *reinterpret_cast<const uint32_t*>(&h);
+        }
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void pv_row(const VtWords& vt, const uint32_t (&pb)[kTiles], RowState& r) {
 #pragma unroll
   for (int i = 0; i < kKTiles; ++i) {
     if constexpr (kTiles == 1) {
-      mma_k8(r.acc[i], __byte_perm(vw[0][i], vw[1][i], 0x5410), __byte_perm(vw[0][i], vw[1][i], 0x7632), pb[0]);
+      mma_k8(r.acc[i], vt[0][0][i], vt[0][1][i], pb[0]);
     } else {
 #pragma unroll
       for (int q = 0; q < kTiles / 2; ++q)
-        mma_k16(r.acc[i], __byte_perm(vw[4 * q][i], vw[4 * q + 1][i], 0x5410), __byte_perm(vw[4 * q][i], vw[4 * q + 1][i], 0x7632),
-                __byte_perm(vw[4 * q + 2][i], vw[4 * q + 3][i], 0x5410), __byte_perm(vw[4 * q + 2][i], vw[4 * q + 3][i], 0x7632),
-                pb[2 * q], pb[2 * q + 1]);
+        mma_k16(r.acc[i], vt[2 * q][0][i], vt[2 * q][1][i], vt[2 * q + 1][0][i], vt[2 * q + 1][1][i], pb[2 * q], pb[2 * q + 1]);
     }
   }
 }
@@ -548,21 +644,24 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
 #pragma unroll
   for (int h = 0; h < (kHi ? 2 : 1); ++h) update_row(s[h], valid, t, r.row[h], pb[h]);
 
-  uint32_t vw[kVTokens][kKTiles];
+  VtWords vt;
+  if constexpr (kKvIsNvfp4) {
+    nvfp4_vt(cur, t0, t_end, t, vt);
+  } else {
+    uint32_t vw[kVTokens][kKTiles];
 #pragma unroll
-  for (int u = 0; u < kVTokens; ++u) {
+    for (int u = 0; u < kVTokens; ++u) {
 #pragma unroll
-    for (int j = 0; j < kVLoads; ++j) {
-      if constexpr (kKvIsNvfp4) to_words_scaled(cur.v[u][j], cur.vsf[u][j], vw[u] + j * (kVElems / 2));
-      else to_words(cur.v[u][j], vw[u] + j * (kVElems / 2));
+      for (int j = 0; j < kVLoads; ++j) to_words(cur.v[u][j], vw[u] + j * (kVElems / 2));
+      // Rows past the end may hold anything (NaN included); zero them so 0 * V stays 0.
+      if (t0 + v_token(u, t) >= t_end)
+#pragma unroll
+        for (int i = 0; i < kKTiles; ++i) vw[u][i] = 0u;
     }
-    // Rows past the end may hold anything (NaN included); zero them so 0 * V stays 0.
-    if (t0 + v_token(u, t) >= t_end)
-#pragma unroll
-      for (int i = 0; i < kKTiles; ++i) vw[u][i] = 0u;
+    transpose_v(vw, vt);
   }
 #pragma unroll
-  for (int h = 0; h < (kHi ? 2 : 1); ++h) pv_row(vw, pb[h], r.row[h]);
+  for (int h = 0; h < (kHi ? 2 : 1); ++h) pv_row(vt, pb[h], r.row[h]);
 }
 
 // Every step of this warp (tokens first, first + kStride, ... below t_end), through registers or
@@ -582,13 +681,13 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV6& p, 
   ScoreShare share{nullptr, w.warp, w.lane, qf};
 
   if constexpr (kStages > 0) {
-    uint4* ring = stage.chunk + w.warp * kStages * 2 * kStepChunks;
+    uint4* ring = stage.chunk + w.warp * kStages * kStageChunks;
     const int steps = first < w.t_end ? (w.t_end - first + kStride - 1) / kStride : 0;
     // Every iteration commits one group (empty past the last step), so "all but the newest
     // kStages - 1 groups done" always means "this step's group done".
 #pragma unroll
     for (int k = 0; k < kStages - 1; ++k) {
-      if (k < steps) issue_step(p, step_pages(pages, first + k * kStride, w.t_end), w.lane, kbase, vbase, first + k * kStride, ring + k * 2 * kStepChunks);
+      if (k < steps) issue_step(p, step_pages(pages, first + k * kStride, w.t_end), w.lane, kv, first + k * kStride, ring + k * kStageChunks);
       cp_async_commit();
     }
     // Each step's pages are looked up one iteration before its copies go out, so the block-table
@@ -597,14 +696,14 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV6& p, 
     if (kStages - 1 < steps) next = step_pages(pages, first + (kStages - 1) * kStride, w.t_end);
     for (int k = 0; k < steps; ++k) {
       const int ahead = k + kStages - 1;  // into the slot step k - 1 used, which every lane has read
-      if (ahead < steps) issue_step(p, next, w.lane, kbase, vbase, first + ahead * kStride, ring + (ahead % kRing) * 2 * kStepChunks);
+      if (ahead < steps) issue_step(p, next, w.lane, kv, first + ahead * kStride, ring + (ahead % kRing) * kStageChunks);
       if (ahead + 1 < steps) next = step_pages(pages, first + (ahead + 1) * kStride, w.t_end);
       cp_async_commit();
       cp_async_wait<kStages - 1>();
       __syncwarp();  // the other lanes' copies of step k are visible
       if (k == 0) CUBINRT_TRACE_FIRST_STEP();
       StepLoads cur;
-      read_step(ring + (k % kRing) * 2 * kStepChunks, g, t, cur);
+      read_step(ring + (k % kRing) * kStageChunks, g, t, cur);
       share.buf = score_buf(stage, k);
       consume_step<kHi>(cur, first + k * kStride, w.t_end, g, t, q, sscale, r, share);
       __syncwarp();  // every lane has read step k before its slot is refilled
