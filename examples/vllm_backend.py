@@ -9,7 +9,8 @@ kv_cache is vLLM's one tensor, [num_blocks, 2, block_size, num_kv_heads, head_si
 heads-first [num_blocks, 2, num_kv_heads, block_size, head_size] with heads_first=True), of uint8
 for FP8 caches: K and V are passed as views of it, with no copy. kv_cache_dtype takes vLLM's
 strings: "auto" (the model dtype), "fp8" (= fp8_e4m3, as in vLLM), "fp8_e4m3", "fp8_e5m2". uint8
-storage is FP8 because the string says so, never NVFP4 and never by guess.
+storage is FP8 because the string says so, never by guess (NVFP4, with its scale tensors, goes
+through cubinrt.DecodePlan directly: docs/engines.md).
 """
 from __future__ import annotations
 
@@ -27,8 +28,10 @@ def _kv_dtype(kv_cache_dtype: str, model_dtype: str) -> tuple[str, str | None]:
         return model_dtype, None
     if kv_cache_dtype in _KV_DTYPES:
         return "uint8", _KV_DTYPES[kv_cache_dtype]
-    raise cubinrt.Error(f"kv_cache_dtype {kv_cache_dtype!r} is not served by cubinrt: use auto, fp8, fp8_e4m3 or fp8_e5m2", 9,
-                        "CUBINRT_ERROR_UNSUPPORTED")
+    # NVFP4 caches carry block-scale tensors that this example's one-tensor cache does not hold;
+    # cubinrt.DecodePlan takes them (k_sf, v_sf: docs/engines.md).
+    raise cubinrt.Error(f"kv_cache_dtype {kv_cache_dtype!r} is not served by this example backend: use auto, fp8, fp8_e4m3 or "
+                        "fp8_e5m2 (NVFP4: cubinrt.DecodePlan with k_sf and v_sf)", 9, "CUBINRT_ERROR_UNSUPPORTED")
 
 
 def _runtime(device: int) -> cubinrt.Runtime:

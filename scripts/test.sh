@@ -45,12 +45,13 @@ t4=$(date +%s)
 echo "corpus: $(( $(date +%s) - t4 )) s"
 
 t3=$(date +%s)
-# ThreadSanitizer over the CPU tests: concurrent first use, 32 threads planning and launching on
-# two emulated devices, lazy loading, all against the driver double (same cubins, packed again).
+# ThreadSanitizer over the CPU tests that start threads (cubinrt_tsan_tests: concurrent first
+# use, 32 threads planning and launching on two emulated devices, lazy loading), all against the
+# driver double (same cubins, packed again).
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCUBINRT_TSAN=ON -DCUBINRT_BUILD_BENCHMARKS=OFF \
   -DCUBINRT_REUSE_CUBINS_FROM="$PWD/build" >/dev/null
-cmake --build build-tsan -j "$jobs" --target cubinrt_cpu_tests
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/cubinrt_cpu_tests --gtest_brief=1
+cmake --build build-tsan -j "$jobs" --target cubinrt_tsan_tests
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/cubinrt_tsan_tests --gtest_brief=1
 echo "tsan: $(( $(date +%s) - t3 )) s"
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} ./scripts/fuzz.sh

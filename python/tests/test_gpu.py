@@ -260,7 +260,7 @@ class OnTheGpu(unittest.TestCase):
             self.assertIn("head_dim=512 is built for sm_100a and sm_103a only", str(e.exception))
         ok, why = CubinrtDecodeBackend.supports_combination(128, torch.bfloat16, "nvfp4", 16)
         self.assertFalse(ok)
-        self.assertIn("not served by cubinrt", why)
+        self.assertIn("not served by this example backend", why)
 
         B, Hq, Hkv, D, P = 4, 32, 4, 128, 16
         backend = CubinrtDecodeBackend(num_heads=Hq, head_size=D, num_kv_heads=Hkv, kv_cache_dtype="fp8", block_size=P, dtype=torch.bfloat16)
