@@ -41,7 +41,7 @@ for step in "$@"; do
     append)  # kv_append: 64 and 8192 tokens into bf16, FP8 and NVFP4 caches, against the copy ceiling
       CUBINRT_BENCH_MD=$OUT/append.md ./$D/cubinrt_bench --quick --append 2>&1 | tee "$OUT/append.log"; rc=$((rc | PIPESTATUS[0])) ;;
     nvfp4)  # NVFP4 KV beside bf16 and FP8 (issue 17's shapes): KV bytes (codes and scales) over the copy ceiling
-      for only in "B64 L8192 32q/8kv D128 p16" "B1 L32768 32q/8kv D128 p16" "B64 L8192 16q/8kv D256 p16" "B64 L8192 64q/8kv D128 p16"; do
+      for only in "B64 L8192 32q/8kv D128 p16" "B1 L32768 32q/8kv D128 p16" "B64 L8192 16q/8kv D256 p16" "B64 L8192 64q/8kv D128 p16" "B64 L8192 128q/8kv D128 p16"; do
         ./$D/cubinrt_bench --quick --nvfp4 --only "$only" 2>&1; rc=$((rc | $?))
       done 2>&1 | tee "$OUT/nvfp4.log" ;;
     replay)  # small batches under CUDA-graph replay, against a bare launch replayed the same way

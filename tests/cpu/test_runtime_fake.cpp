@@ -50,11 +50,11 @@ TEST_P(EveryArch, LoadsExactlyTheCubinsItsArchRuns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, EveryArch,
-                         // 72 paged_decode kernels (96 with head_dim 512 on SM100), 18 paged_decode_g16, 8 kv_append.
-                         ::testing::Values(DeviceCase{a100(), "sm_80", 98}, DeviceCase{{"NVIDIA A10", 8, 6, 72, 101376, 7}, "sm_80", 98},
-                                           DeviceCase{l40s(), "sm_89", 98}, DeviceCase{h200(), "sm_90", 98},
-                                           DeviceCase{b200(), "sm_100a", 122}, DeviceCase{b300(), "sm_103a", 122},
-                                           DeviceCase{rtx5090(), "sm_120", 98}),
+                         // 72 paged_decode kernels (96 with head_dim 512 on SM100), 24 paged_decode_g16, 8 kv_append.
+                         ::testing::Values(DeviceCase{a100(), "sm_80", 104}, DeviceCase{{"NVIDIA A10", 8, 6, 72, 101376, 7}, "sm_80", 104},
+                                           DeviceCase{l40s(), "sm_89", 104}, DeviceCase{h200(), "sm_90", 104},
+                                           DeviceCase{b200(), "sm_100a", 128}, DeviceCase{b300(), "sm_103a", 128},
+                                           DeviceCase{rtx5090(), "sm_120", 104}),
                          [](const auto& p) { return "sm_" + std::to_string(p.param.device.major * 10 + p.param.device.minor); });
 
 TEST(FakeRuntime, Hd512RequiredOnH200IsOneSentence) {
@@ -234,7 +234,7 @@ TEST(FakeRuntime, LazyLoadsOnceUnderConcurrentFirstUse) {
   CUBINRT_ASSERT_OK(rt);
   EXPECT_EQ(fake_state().loads, 0);
   const std::vector<KernelKey> keys = (*rt)->available();
-  ASSERT_EQ(keys.size(), 98u);  // 72 paged_decode, 18 paged_decode_g16, 8 kv_append
+  ASSERT_EQ(keys.size(), 104u);  // 72 paged_decode, 24 paged_decode_g16, 8 kv_append
   std::vector<std::vector<const LoadedKernel*>> seen(16);
   std::vector<std::thread> threads;
   for (int t = 0; t < 16; ++t)
@@ -254,7 +254,7 @@ TEST(FakeRuntime, LazyLoadsOnceUnderConcurrentFirstUse) {
       EXPECT_NE(k->function, nullptr);  // never half-initialised
       distinct.insert(k);
     }
-  EXPECT_EQ(distinct.size(), 98u);
+  EXPECT_EQ(distinct.size(), 104u);
 }
 
 TEST(FakeRuntime, SeveralDevicesEachGetTheirOwnCubins) {
@@ -363,7 +363,7 @@ TEST(FakeRuntime, TeardownUnloadsEveryLibrary) {
     CUBINRT_ASSERT_OK(rt);
     EXPECT_EQ(fake_state().unloads, 0);
   }
-  EXPECT_EQ(fake_state().unloads, 3);  // the three libraries its 98 kernels came from (one a family)
+  EXPECT_EQ(fake_state().unloads, 3);  // the three libraries its 104 kernels came from (one a family)
 }
 
 TEST(FakeRuntime, SupportsExplainsWithoutLoading) {
