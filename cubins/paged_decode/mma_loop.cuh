@@ -153,7 +153,7 @@ __device__ __forceinline__ void widen_fp8(uint32_t x, uint32_t* w) {
 // NVFP4: the e2m1 codes times 2^-14 as half (e2m1x8_to_half2x4), so the KV unit is 2^14.
 constexpr float kKvUnit = kKvIsNvfp4 ? 16384.f : kFp8Unit;
 
-// One load as mma words (two elements each; for NVFP4 times their block scale, see to_words).
+// One load as mma words (two elements each, the lower dim in the low half; NVFP4: to_words_scaled).
 template <class Raw>
 __device__ __forceinline__ void to_words(const Raw& r, uint32_t* w) {
   constexpr int kN = sizeof(Raw) / 4;

@@ -1,10 +1,10 @@
 // Strided views of a paged decode launch: what the kernels' accesses need of each tensor.
 //
-// The kernels read q, K and V rows with 16-byte vector loads (NVFP4 at head_dim 64: 8-byte ones),
-// NVFP4's scale rows whole (head_dim / 16 bytes, up to 16), store out four elements (8 bytes) at a time and lse one
-// float at a time; so each view's start and each stride it steps over must keep those accesses
-// aligned. A view must not overlap itself: two heads (or tokens, or pages) at one
-// address are a caller's bug for an input and a write race for an output.
+// The kernels read q, K and V rows with 16-byte vector loads (NVFP4 at head_dim 64: 8-byte ones)
+// and NVFP4's scale rows whole (head_dim / 16 bytes, up to 16), store out four elements (8 bytes)
+// at a time and lse one float at a time; so each view's start and each stride it steps over must
+// keep those accesses aligned. A view must not overlap itself: two heads (or tokens, or pages) at
+// one address are a caller's bug for an input and a write race for an output.
 #include "families/paged_decode/views.hpp"
 
 #include <algorithm>
