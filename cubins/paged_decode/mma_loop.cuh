@@ -563,6 +563,34 @@ __device__ __forceinline__ void nvfp4_vt(const StepLoads& cur, int t0, int t_end
   }
 }
 
+// FP8 straight to V^T, as NVFP4: the codes of rows 2p and 2p + 1 are interleaved a byte at a time
+// before the widening, whose half pairs are then (row 2p, row 2p + 1) of one dim: two byte
+// permutes for 4 codes of each row instead of a shift, and two byte permutes a pair of words.
+__device__ __forceinline__ void fp8_vt(const StepLoads& cur, int t0, int t_end, int t, VtWords& vt) {
+#pragma unroll
+  for (int p = 0; p < kVTokens / 2; ++p) {
+    const bool in_a = t0 + v_token(2 * p, t) < t_end, in_b = t0 + v_token(2 * p + 1, t) < t_end;
+#pragma unroll
+    for (int j = 0; j < kVLoads; ++j) {
+      constexpr int kN = sizeof(VRaw) / 4;
+      uint32_t xa[kN], xb[kN];
+      words(cur.v[2 * p][j], xa);
+      words(cur.v[2 * p + 1][j], xb);
+#pragma unroll
+      for (int m = 0; m < kN; ++m) {
+        // Rows past the end may hold anything: their codes become 0 (zero in both encodings).
+        const uint32_t a = in_a ? xa[m] : 0u, b = in_b ? xb[m] : 0u;
+        const uint32_t lo = __byte_perm(a, b, 0x5140), hi = __byte_perm(a, b, 0x7362);  // codes 0-1, 2-3 of each row
+        const int i = j * (kVElems / 2) + 2 * m;  // the words of codes (0, 1) and (2, 3)
+        vt[p][0][i] = fp8x2_to_half2(lo);
+        vt[p][1][i] = fp8x2_to_half2(lo >> 16);
+        vt[p][0][i + 1] = fp8x2_to_half2(hi);
+        vt[p][1][i + 1] = fp8x2_to_half2(hi >> 16);
+      }
+    }
+  }
+}
+
 __device__ __forceinline__ void pv_row(const VtWords& vt, const uint32_t (&pb)[kTiles], RowState& r) {
 #pragma unroll
   for (int i = 0; i < kKTiles; ++i) {
@@ -647,6 +675,8 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
   VtWords vt;
   if constexpr (kKvIsNvfp4) {
     nvfp4_vt(cur, t0, t_end, t, vt);
+  } else if constexpr (kKvIsFp8 && !CUBINRT_FP8_BITS) {
+    fp8_vt(cur, t0, t_end, t, vt);
   } else {
     uint32_t vw[kVTokens][kKTiles];
 #pragma unroll
