@@ -62,13 +62,17 @@ __device__ __forceinline__ uint32_t bits2(float lo, float hi) {
   else { const __half2 v = __floats2half2_rn(lo, hi); return *reinterpret_cast<const uint32_t*>(&v); }
 }
 
-// Two FP8 codes (the low byte first) as two halves. Half holds every e4m3 and e5m2 value
-// exactly, so this is the encoding's exact value; one cvt instruction on sm_89 and later.
-__device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t two_codes) {
-  constexpr __nv_fp8_interpretation_t kind = kKvDtype == CUBINRT_DTYPE_FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
+// Two FP8 codes of encoding `kind` (the low byte first) as two halves. Half holds every e4m3 and
+// e5m2 value exactly, so this is the encoding's exact value; one cvt instruction on sm_89 and later.
+template <__nv_fp8_interpretation_t kind>
+__device__ __forceinline__ uint32_t fp8x2_as_half2(uint32_t two_codes) {
   const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two_codes & 0xffff), kind);
   return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
 }
+// FP8 KV's codes (its declared encoding), and NVFP4's e4m3 block scales.
+constexpr __nv_fp8_interpretation_t kFp8Kind = kKvDtype == CUBINRT_DTYPE_FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
+__device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t two_codes) { return fp8x2_as_half2<kFp8Kind>(two_codes); }
+__device__ __forceinline__ uint32_t e4m3x2_to_half2(uint32_t two_scales) { return fp8x2_as_half2<__NV_E4M3>(two_scales); }
 
 // Eight e2m1 codes (NVFP4's elements, the low nibble first) as four half pairs, each the code's
 // value times 2^-14, exactly: the sign goes to bit 15 and the three magnitude bits (exponent and

@@ -176,8 +176,7 @@ __device__ __forceinline__ void to_words_scaled(const Raw& r, uint32_t sf, uint3
   constexpr int kN = sizeof(Raw) / 4;
   uint32_t x[kN];
   words(r, x);
-  const __half2_raw s = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(sf & 0xffff), __NV_E4M3);
-  const uint32_t s2 = static_cast<uint32_t>(s.x) | (static_cast<uint32_t>(s.y) << 16);
+  const uint32_t s2 = e4m3x2_to_half2(sf);
 #pragma unroll
   for (int i = 0; i < kN; ++i) {
     uint32_t c[4];
@@ -523,69 +522,46 @@ __device__ __forceinline__ void transpose_v(const uint32_t (&vw)[kVTokens][kKTil
     }
 }
 
-// NVFP4 straight to V^T: the codes of rows 2p and 2p + 1 are interleaved before they are widened
-// (four codes of one row, then the same four of the other), so every word the widening makes is
-// already a (row 2p, row 2p + 1) pair of one dim; the block scales are paired the same way. Two
-// byte permutes for 8 codes of each row instead of two for every word. Rows past the end are
-// zeroed codes and scales (they may hold anything, NaN scales included), so they add 0.
-__device__ __forceinline__ void nvfp4_vt(const StepLoads& cur, int t0, int t_end, int t, VtWords& vt) {
+// FP8 and NVFP4 straight to V^T: the codes of rows 2p and 2p + 1 are interleaved before they are
+// widened, so every word the widening makes is already a (row 2p, row 2p + 1) pair of one dim:
+// two byte permutes for 4 codes (FP8) or 8 (NVFP4) of each row, instead of two for every pair of
+// words as 16-bit KV needs (transpose_v). NVFP4's block scales are paired the same way. Rows past
+// the end become zero codes and, for NVFP4, zero scales (they may hold anything, NaN scales
+// included), so they add 0; a zero code is zero in every encoding.
+__device__ __forceinline__ void narrow_vt(const StepLoads& cur, int t0, int t_end, int t, VtWords& vt) {
+  constexpr int kN = sizeof(VRaw) / 4;
 #pragma unroll
   for (int p = 0; p < kVTokens / 2; ++p) {
     const bool in_a = t0 + v_token(2 * p, t) < t_end, in_b = t0 + v_token(2 * p + 1, t) < t_end;
 #pragma unroll
     for (int j = 0; j < kVLoads; ++j) {
-      constexpr int kN = sizeof(VRaw) / 4;
       uint32_t xa[kN], xb[kN];
       words(cur.v[2 * p][j], xa);
       words(cur.v[2 * p + 1][j], xb);
-      const uint32_t sa = in_a ? cur.vsf[2 * p][j] : 0u, sb = in_b ? cur.vsf[2 * p + 1][j] : 0u;
-      const __half2_raw ha = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(sa & 0xffff), __NV_E4M3);
-      const __half2_raw hb = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(sb & 0xffff), __NV_E4M3);
-      const uint32_t sa2 = static_cast<uint32_t>(ha.x) | (static_cast<uint32_t>(ha.y) << 16);
-      const uint32_t sb2 = static_cast<uint32_t>(hb.x) | (static_cast<uint32_t>(hb.y) << 16);
 #pragma unroll
       for (int m = 0; m < kN; ++m) {
         const uint32_t a = in_a ? xa[m] : 0u, b = in_b ? xb[m] : 0u;
-        const uint32_t scale = __byte_perm(sa2, sb2, m / 2 == 0 ? 0x5410 : 0x7632);  // words 0-1: the first block
-        uint32_t lo[4], hi[4];
-        e2m1x8_to_half2x4(__byte_perm(a, b, 0x5410), lo);  // codes 0-3 of each row: dims 8m + k
-        e2m1x8_to_half2x4(__byte_perm(a, b, 0x7632), hi);  // codes 4-7: dims 8m + k + 4
+        const int i = j * (kVElems / 2) + (kKvIsNvfp4 ? 4 : 2) * m;  // the load's first word, then word m's
+        if constexpr (kKvIsNvfp4) {
+          const uint32_t sa = e4m3x2_to_half2(in_a ? cur.vsf[2 * p][j] : 0u), sb = e4m3x2_to_half2(in_b ? cur.vsf[2 * p + 1][j] : 0u);
+          const uint32_t scale = __byte_perm(sa, sb, m / 2 == 0 ? 0x5410 : 0x7632);  // words 0-1: the first block
+          uint32_t lo[4], hi[4];
+          e2m1x8_to_half2x4(__byte_perm(a, b, 0x5410), lo);  // codes 0-3 of each row: dims 8m + k
+          e2m1x8_to_half2x4(__byte_perm(a, b, 0x7632), hi);  // codes 4-7: dims 8m + k + 4
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          const int i = j * (kVElems / 2) + 4 * m + k;
-          const __half2 l = __hmul2(*reinterpret_cast<const __half2*>(&lo[k]), *reinterpret_cast<const __half2*>(&scale));
-          const __half2 h = __hmul2(*reinterpret_cast<const __half2*>(&hi[k]), *reinterpret_cast<const __half2*>(&scale));
-          vt[p][0][i] = *reinterpret_cast<const uint32_t*>(&l);
-          vt[p][1][i] = *reinterpret_cast<const uint32_t*>(&h);
+          for (int k = 0; k < 4; ++k) {
+            const __half2 l = __hmul2(*reinterpret_cast<const __half2*>(&lo[k]), *reinterpret_cast<const __half2*>(&scale));
+            const __half2 h = __hmul2(*reinterpret_cast<const __half2*>(&hi[k]), *reinterpret_cast<const __half2*>(&scale));
+            vt[p][0][i + k] = *reinterpret_cast<const uint32_t*>(&l);
+            vt[p][1][i + k] = *reinterpret_cast<const uint32_t*>(&h);
+          }
+        } else {
+          const uint32_t lo = __byte_perm(a, b, 0x5140), hi = __byte_perm(a, b, 0x7362);  // codes 0-1, 2-3 of each row
+          vt[p][0][i] = fp8x2_to_half2(lo);  // the words of codes (0, 1) and (2, 3)
+          vt[p][1][i] = fp8x2_to_half2(lo >> 16);
+          vt[p][0][i + 1] = fp8x2_to_half2(hi);
+          vt[p][1][i + 1] = fp8x2_to_half2(hi >> 16);
         }
-      }
-    }
-  }
-}
-
-// FP8 straight to V^T, as NVFP4: the codes of rows 2p and 2p + 1 are interleaved a byte at a time
-// before the widening, whose half pairs are then (row 2p, row 2p + 1) of one dim: two byte
-// permutes for 4 codes of each row instead of a shift, and two byte permutes a pair of words.
-__device__ __forceinline__ void fp8_vt(const StepLoads& cur, int t0, int t_end, int t, VtWords& vt) {
-#pragma unroll
-  for (int p = 0; p < kVTokens / 2; ++p) {
-    const bool in_a = t0 + v_token(2 * p, t) < t_end, in_b = t0 + v_token(2 * p + 1, t) < t_end;
-#pragma unroll
-    for (int j = 0; j < kVLoads; ++j) {
-      constexpr int kN = sizeof(VRaw) / 4;
-      uint32_t xa[kN], xb[kN];
-      words(cur.v[2 * p][j], xa);
-      words(cur.v[2 * p + 1][j], xb);
-#pragma unroll
-      for (int m = 0; m < kN; ++m) {
-        // Rows past the end may hold anything: their codes become 0 (zero in both encodings).
-        const uint32_t a = in_a ? xa[m] : 0u, b = in_b ? xb[m] : 0u;
-        const uint32_t lo = __byte_perm(a, b, 0x5140), hi = __byte_perm(a, b, 0x7362);  // codes 0-1, 2-3 of each row
-        const int i = j * (kVElems / 2) + 2 * m;  // the words of codes (0, 1) and (2, 3)
-        vt[p][0][i] = fp8x2_to_half2(lo);
-        vt[p][1][i] = fp8x2_to_half2(lo >> 16);
-        vt[p][0][i + 1] = fp8x2_to_half2(hi);
-        vt[p][1][i + 1] = fp8x2_to_half2(hi >> 16);
       }
     }
   }
@@ -673,10 +649,8 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
   for (int h = 0; h < (kHi ? 2 : 1); ++h) update_row(s[h], valid, t, r.row[h], pb[h]);
 
   VtWords vt;
-  if constexpr (kKvIsNvfp4) {
-    nvfp4_vt(cur, t0, t_end, t, vt);
-  } else if constexpr (kKvIsFp8 && !CUBINRT_FP8_BITS) {
-    fp8_vt(cur, t0, t_end, t, vt);
+  if constexpr (kKvIsNvfp4 || (kKvIsFp8 && !CUBINRT_FP8_BITS)) {
+    narrow_vt(cur, t0, t_end, t, vt);
   } else {
     uint32_t vw[kVTokens][kKTiles];
 #pragma unroll
