@@ -260,7 +260,11 @@ struct DecodeSetup {
   }
 };
 
-std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k, const Shape& s, Dtype kv) {
+// Whether the decode plans' launches overlap the kernel before them (--overlap; the runtime's
+// default is allow). The graph-replay table times both in the same process.
+LaunchOverlap g_overlap = LaunchOverlap::allow;
+
+std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k, const Shape& s, Dtype kv, LaunchOverlap overlap = g_overlap) {
   const bool fp8 = dtype_bits(kv) == 8, nvfp4 = kv == Dtype::nvfp4, bytes = fp8 || nvfp4;
   const uint32_t pages_per_seq = (s.len + s.page - 1) / s.page;
   const int64_t num_pages = int64_t{s.batch} * pages_per_seq;
@@ -292,7 +296,7 @@ std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k
 
   DecodeShape shape{.batch = s.batch, .num_q_heads = s.hq, .num_kv_heads = s.hk, .head_dim = s.d, .q_dtype = Dtype::bf16,
                     .kv_storage = bytes ? Dtype::uint8 : kv, .kv_declared = bytes ? std::optional<Dtype>(kv) : std::nullopt,
-                    .page_size = s.page, .layout = s.layout, .block_table_stride = pages_per_seq, .num_splits = static_cast<int>(s.splits), .merge = s.merge};
+                    .page_size = s.page, .layout = s.layout, .block_table_stride = pages_per_seq, .num_splits = static_cast<int>(s.splits), .merge = s.merge, .overlap = overlap};
   auto setup = std::make_unique<DecodeSetup>(value_or_die(DecodePlan::create(rt, shape), "plan"), std::move(owned));
   CUdeviceptr ws = 0;
   if (setup->plan.workspace_bytes()) {
@@ -315,20 +319,32 @@ std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k
   return setup;
 }
 
+// A bare launch replayed as the decode's are (replay_us), in plain stream order and overlapped.
+struct BareReplay {
+  double plain_us = 0, overlapped_us = 0;
+};
+
 // One decode shape: its row of the main table, or with `graph` its row of the graph-replay table
-// (per launch under replay, against a bare launch replayed the same way: `bare_replay_us`).
+// (per launch under replay in plain stream order and overlapped, against a bare launch replayed
+// the same ways).
 void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, const Shape& s, Dtype kv, const GraphApi* graph = nullptr,
-                  double bare_replay_us = 0) {
-  const auto setup = make_setup(rt, k, s, kv);
+                  BareReplay bare = {}) {
+  const auto setup = make_setup(rt, k, s, kv, graph ? LaunchOverlap::never : g_overlap);
   const DecodePlan& plan = setup->plan;
   auto launch = [&] { setup->launch(); };
   Events ev;
   for (int i = 0; i < 3; ++i) launch();
   check(g_d->cuCtxSynchronize(), "cuCtxSynchronize");
   if (graph != nullptr) {
-    const double us = replay_us(*graph, ev, [&](CUstream stream) { setup->launch(stream); });
-    md(fmt::format("| {} | {} | {}{} | {:.2f} | {:.2f} | {:.2f} |", s.name, dtype_name(kv), plan.num_splits(),
-                   plan.merge() == SplitMerge::cluster ? " cluster" : "", us, bare_replay_us, us / bare_replay_us));
+    const double plain = replay_us(*graph, ev, [&](CUstream stream) { setup->launch(stream); });
+    const auto overlapping = make_setup(rt, k, s, kv, LaunchOverlap::allow);
+    std::string overlapped = "- | -";  // the kernel or device takes no overlap
+    if (overlapping->plan.overlaps_previous_kernel()) {
+      const double us = replay_us(*graph, ev, [&](CUstream stream) { overlapping->launch(stream); });
+      overlapped = fmt::format("{:.2f} | {:.2f}", us, us / bare.overlapped_us);
+    }
+    md(fmt::format("| {} | {} | {}{} | {:.2f} | {:.2f} | {} |", s.name, dtype_name(kv), plan.num_splits(),
+                   plan.merge() == SplitMerge::cluster ? " cluster" : "", plain, plain / bare.plain_us, overlapped));
     return;
   }
   std::vector<double> ms;
@@ -554,6 +570,9 @@ int main(int argc, char** argv) {
                                    "per launch, against a bare launch replayed the same way");
   app.add_flag("--devices", devices, "instead of the issue's shapes: B64 L8192 32q/8kv D128 on every GPU alone, then on all at once "
                                      "(one thread a device), as KV TB/s and their ratio");
+  app.add_option("--overlap", g_overlap, "allow: decode launches overlap the kernel before them where the device and kernel take it (the "
+                                        "runtime's default); never: plain stream order. The graph-replay table times both")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, LaunchOverlap>{{"allow", LaunchOverlap::allow}, {"never", LaunchOverlap::never}}));
   app.add_flag("--append", append, "instead of the issue's shapes: kv_append of 64 and 8192 tokens into bf16, FP8 and NVFP4 caches");
   CLI11_PARSE(app, argc, argv);
   auto drv = value_or_die(open_driver(), "driver");
@@ -578,9 +597,12 @@ int main(int argc, char** argv) {
     if (const char* path = std::getenv("CUBINRT_BENCH_MD")) std::ofstream(path) << g_md;
     return 0;
   }
-  if (!replay)
+  if (!replay) {
+    md(fmt::format("\nDecode launches {} (--overlap {}).", g_overlap == LaunchOverlap::allow ? "overlap the kernel before them where the kernel "
+                   "takes it (sm_90 builds)" : "keep plain stream order", g_overlap == LaunchOverlap::allow ? "allow" : "never"));
     md("\n| shape | kv | splits | kernel | time (us) | / bare single | KV TB/s | / copy BW | / read BW | us per launch, back to back | / bare launch |\n"
        "|---|---|---|---|---|---|---|---|---|---|---|");
+  }
   const Shape shapes[] = {
       {"B64 L8192 32q/8kv D128 p16", 64, 8192, 32, 8, 128, 16},
       {"B64 L8192 16q/8kv D256 p16", 64, 8192, 16, 8, 256, 16},
@@ -667,14 +689,27 @@ int main(int argc, char** argv) {
       {"B4 L512 32q/8kv D128 p16, forced", 4, 512, 32, 8, 128, 16, 4, KvLayout::nhd, SplitMerge::workspace},
   };
   std::optional<GraphApi> graph;
-  double bare_replay = 0;
+  BareReplay bare;
   if (replay) {
     graph = load_graph_api(*drv);
     Events ev;
-    bare_replay = replay_us(*graph, ev, [&](CUstream stream) {
-      check(g_d->cuLaunchKernel(k.empty, 1, 1, 1, 32, 1, 1, 0, stream, nullptr, nullptr), "cuLaunchKernel(empty)");
-    });
-    md("\n| shape (graph replay) | kv | splits | us per launch | bare launch, replayed (us) | / bare |\n|---|---|---|---|---|---|");
+    auto empty = [&](CUstream stream, bool overlap) {
+      CUlaunchConfig config{};
+      config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+      config.blockDimX = 32, config.blockDimY = config.blockDimZ = 1;
+      config.hStream = stream;
+      CUlaunchAttribute a{};
+      a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      a.value.programmaticStreamSerializationAllowed = 1;
+      if (overlap) config.attrs = &a, config.numAttrs = 1;
+      check(g_d->cuLaunchKernelEx(&config, k.empty, nullptr, nullptr), "cuLaunchKernelEx(empty)");
+    };
+    bare.plain_us = replay_us(*graph, ev, [&](CUstream stream) { empty(stream, false); });
+    bare.overlapped_us = replay_us(*graph, ev, [&](CUstream stream) { empty(stream, true); });
+    md(fmt::format("| bare launch (empty kernel), graph replay | {:.2f} us |\n| the same, each launch overlapping the one before | {:.2f} us |",
+                   bare.plain_us, bare.overlapped_us));
+    md("\n| shape (graph replay) | kv | splits | us per launch | / bare | us per launch, overlapping the one before | / bare, overlapping |\n"
+       "|---|---|---|---|---|---|---|");
   }
   const std::span<const Shape> chosen = replay ? std::span<const Shape>(replay_shapes)
                                         : (sweep || grid) ? std::span<const Shape>(sweep_shapes)
@@ -682,7 +717,7 @@ int main(int argc, char** argv) {
   for (const Shape& s : chosen)
     for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3, Dtype::nvfp4})
       if ((kv != Dtype::nvfp4 || nvfp4) && std::string_view(s.name).contains(only) && rt->supports(decode_key(s.d, Dtype::bf16, kv, s.page)))
-        bench_decode(*rt, k, c, s, kv, graph ? &*graph : nullptr, bare_replay);
+        bench_decode(*rt, k, c, s, kv, graph ? &*graph : nullptr, bare);
   if (!quick) {
     md("\n| start-up | time |\n|---|---|");
     bench_init(drv);

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "cubinrt/dtypes.h"
+#include "grid_dependency.cuh"
 #include "kv_append_abi.h"
 
 #ifndef CUBINRT_VARIANT_NS
@@ -94,6 +95,10 @@ __device__ __forceinline__ void write_chunk(const uint4 (&raw)[2], float scale, 
 #define CUBINRT_CAT_(a, b) CUBINRT_CAT2_(a, b)
 // The key this kernel is (the reader checks it against the manifest); the unit source defines it.
 extern "C" __device__ const char CUBINRT_CAT_(cubinrt_key_, CUBINRT_KERNEL)[] = CUBINRT_VARIANT_KEY;
+#if CUBINRT_HAS_GRID_DEPENDENCY
+// It waits for the kernel before it on the stream ahead of any global access (grid_dependency.cuh).
+extern "C" __device__ const uint32_t CUBINRT_CAT_(cubinrt_grid_dependency_, CUBINRT_KERNEL) = 1;
+#endif
 #define CUBINRT_PARAM_DECL_(type, name) , type name
 #define CUBINRT_DROP_FIRST_(first, ...) __VA_ARGS__
 #define CUBINRT_LIST_(...) CUBINRT_DROP_FIRST_(__VA_ARGS__)
@@ -108,6 +113,8 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V1_FIELDS(CUBINRT_PARAM_DECL_))
   const uint32_t chunks_per_row = static_cast<uint32_t>(head_dim) / kChunk, heads = static_cast<uint32_t>(num_kv_heads);
   const uint32_t rows = static_cast<uint32_t>(num_tokens) * heads, items = kSides * rows * chunks_per_row;
   const bool small_cache = num_slots <= 0xffffffffll;
+  // The tokens, the slots and the cache may all be the previous kernel's output (grid_dependency.cuh).
+  cubinrt_wait_for_prior_grids();
   for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < items; c += gridDim.x * blockDim.x) {
     const uint32_t side_row = c / chunks_per_row, j = c % chunks_per_row;
     const bool only_v = kSides == 2 && side_row >= rows;  // copying: items of V follow those of K
@@ -129,6 +136,10 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V1_FIELDS(CUBINRT_PARAM_DECL_))
     if (kSides == 1 || !only_v) write_chunk(kr, k_scale, k_cache, k_sf, at, sf_at);
     if (kSides == 1 || only_v) write_chunk(vr, v_scale, v_cache, v_sf, at, sf_at);
   }
+  // The next kernel (the decode that reads these pages) may be scheduled once every thread is done
+  // here, not before: launched early, its blocks would crowd onto the multiprocessors this grid
+  // left first (see paged_decode.cu). It waits for this grid's writes before it reads.
+  cubinrt_allow_dependent_grids();
 }
 #undef CUBINRT_PARAM_DECL_
 #undef CUBINRT_DROP_FIRST_

@@ -126,15 +126,19 @@ class DecodePlan:
 
     def __init__(self, runtime: Runtime, *, batch: int, num_q_heads: int, num_kv_heads: int, head_dim: int, q_dtype: str,
                  kv_storage: str, kv_declared: str | None = None, page_size: int, layout: str = "nhd", block_table_stride: int,
-                 max_seq_len: int = 0, num_splits: int = 0, merge: str = "choose"):
+                 max_seq_len: int = 0, num_splits: int = 0, merge: str = "choose", overlap: bool = True):
+        """overlap: launches may begin during the tail of the kernel before them on the stream and
+        wait for its end before touching memory (programmatic dependent launch, sm_90 and later;
+        results are the same); False keeps plain stream order. `overlaps_previous_kernel` says
+        whether this device and kernel take it."""
         self.runtime = runtime
         self.kv_declared = kv_declared
         self._declared = _code(DTYPES, kv_declared, "kv_declared")
         self._plan = _cubinrt.DecodePlan(runtime._rt, batch, num_q_heads, num_kv_heads, head_dim, _code(DTYPES, q_dtype, "q_dtype"),
                                          _code(DTYPES, kv_storage, "kv_storage"), self._declared, page_size,
                                          _code(_LAYOUTS, layout, "layout"), block_table_stride, max_seq_len, num_splits,
-                                         _code(_MERGES, merge, "merge"))
-        self.workspace_bytes, self.num_splits, merge_code, self.kernel = self._plan.info()
+                                         _code(_MERGES, merge, "merge"), 0 if overlap else 1)
+        self.workspace_bytes, self.num_splits, merge_code, self.kernel, self.overlaps_previous_kernel = self._plan.info()
         self.merge = "cluster" if merge_code == 2 else "workspace"
 
     @property
@@ -163,13 +167,14 @@ class KvAppendPlan:
     v_scale; docs/formats.md)."""
 
     def __init__(self, runtime: Runtime, *, num_kv_heads: int, head_dim: int, in_dtype: str, cache_storage: str,
-                 cache_declared: str | None = None, page_size: int, layout: str = "nhd"):
+                 cache_declared: str | None = None, page_size: int, layout: str = "nhd", overlap: bool = True):
+        """overlap: as DecodePlan's (programmatic dependent launch where the device has it)."""
         self.runtime = runtime
         self.cache_declared = cache_declared
         self._declared = _code(DTYPES, cache_declared, "cache_declared")
         self._plan = _cubinrt.KvAppendPlan(runtime._rt, num_kv_heads, head_dim, _code(DTYPES, in_dtype, "in_dtype"),
                                            _code(DTYPES, cache_storage, "cache_storage"), self._declared, page_size,
-                                           _code(_LAYOUTS, layout, "layout"))
+                                           _code(_LAYOUTS, layout, "layout"), 0 if overlap else 1)
 
     @property
     def op_id(self) -> int:

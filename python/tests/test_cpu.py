@@ -88,6 +88,8 @@ class OnTheStandInDriver(unittest.TestCase):
         p = self.plan()
         self.assertEqual(p.kernel, "paged_decode.sm_90.hd128.fp16.fp8_e4m3.p16")
         self.assertEqual((p.num_splits, p.workspace_bytes), (1, 0))
+        self.assertTrue(p.overlaps_previous_kernel)  # an sm_90 kernel waits for the kernel before it
+        self.assertFalse(self.plan(overlap=False).overlaps_previous_kernel)
         forced = self.plan(num_splits=3, merge="workspace", block_table_stride=32)
         self.assertEqual(forced.num_splits, 3)
         self.assertGreater(forced.workspace_bytes, 0)

@@ -145,7 +145,17 @@ int main(void) {
   cubinrt_decode_plan_info info;
   cubinrt_decode_plan_info_init(&info);
   CALL(cubinrt_decode_plan_info_get(plan, &info));
-  printf("plan: kernel %s, %d splits, %llu workspace bytes\n", info.kernel, info.num_splits, (unsigned long long)info.workspace_bytes);
+  printf("plan: kernel %s, %d splits, %llu workspace bytes, %s\n", info.kernel, info.num_splits, (unsigned long long)info.workspace_bytes,
+         info.overlaps_previous_kernel ? "overlapping the previous kernel" : "in plain stream order");
+  /* sm_90 and later kernels wait for the kernel before them, so their launches may overlap it. */
+  CHECK(info.overlaps_previous_kernel == (dev.sm >= 90), "overlap %d on sm_%d", info.overlaps_previous_kernel, dev.sm);
+  {
+    cubinrt_decode_shape odd = shape;
+    cubinrt_decode_plan* none = NULL;
+    odd.overlap = 7;
+    CHECK(cubinrt_decode_plan_create(rt, &odd, &none) == CUBINRT_ERROR_INVALID_ARGUMENT && none == NULL, "overlap 7 was accepted");
+    CHECK(strstr(cubinrt_last_error(), "cubinrt_decode_shape.overlap is 7") != NULL, "message: %s", cubinrt_last_error());
+  }
 
   /* Host data: q and K from a fixed sequence, V = 0.5; pages shuffled. */
   static uint16_t q[B * HQ * D], cache[PAGES * 2 * P * HKV * D], out[B * HQ * D];

@@ -82,6 +82,7 @@ TEST_P(ProbeByArch, AgreesWithPtxasFieldByField) {
   EXPECT_EQ(p->params, layout);
   EXPECT_EQ(p->param_bytes, 196u);
   EXPECT_EQ(p->dynamic_shared, 70000u);
+  EXPECT_TRUE(p->waits_on_prior_grids);
   EXPECT_EQ(p->max_threads, 256u);
   EXPECT_EQ(p->max_ntid, (std::array<uint32_t, 3>{256, 1, 1}));
   EXPECT_EQ(p->max_reg_count, 128u);  // __launch_bounds__(256, 2) caps registers at 65536 / 512
@@ -92,6 +93,7 @@ TEST_P(ProbeByArch, AgreesWithPtxasFieldByField) {
   EXPECT_EQ(l->max_reg_count, 255u);
   EXPECT_EQ(l->params, (std::vector<ParamInfo>{{0, 0, 8}, {1, 8, 4}}));
   EXPECT_EQ(l->dynamic_shared, 0u);
+  EXPECT_FALSE(l->waits_on_prior_grids);
   const KernelInfo* c = info.kernel("probe_cluster");
   if (info.arch.major >= 9) {
     ASSERT_NE(c, nullptr);

@@ -144,6 +144,18 @@ TEST(CubinValidation, DynamicSmemInsideItsSection) {
   poke<uint64_t>(b, symbol(b, "cubinrt_dynamic_smem_probe_params").first + 8, uint64_t{1} << 40);  // st_value
   expect_rule(b, "inside-file", "cubinrt_dynamic_smem_probe_params");
 }
+// The grid-dependency statement is a 4-byte 1: anything else is a cubin this reader cannot trust
+// to wait before it touches memory.
+TEST(CubinValidation, GridDependencyIsAFourByteOne) {
+  auto b = probe();
+  const auto [at, sym] = symbol(b, "cubinrt_grid_dependency_probe_params");
+  const ElfFile elf = *ElfFile::parse(ByteView(b, Errc::corrupt_cubin));
+  auto two = b;
+  poke<uint32_t>(two, elf.sections[sym.shndx].offset + sym.value, 2);
+  expect_rule(two, "grid-dependency", "cubinrt_grid_dependency_probe_params is 2, not 1");
+  poke<uint64_t>(b, at + 16, 2);  // st_size
+  expect_rule(b, "grid-dependency", "is not a 4-byte object");
+}
 TEST(CubinValidation, SharedSizeWithinAnyGpu) {
   auto b = probe();
   const auto [at, sym] = symbol(b, "cubinrt_dynamic_smem_probe_params");

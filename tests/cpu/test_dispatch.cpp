@@ -470,11 +470,11 @@ TEST_F(Dispatch, ClusterMergeLaunchesOneClusterPerHeadChunk) {
   CUBINRT_ASSERT_OK(plan->launch(a, nullptr));
   const LaunchRecord& r = fake_state().launches.back();
   EXPECT_EQ(r.config.gridDimZ, 3u);
-  ASSERT_EQ(r.attrs.size(), 1u);
-  EXPECT_EQ(r.attrs[0].id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
-  EXPECT_EQ(r.attrs[0].value.clusterDim.x, 1u);
-  EXPECT_EQ(r.attrs[0].value.clusterDim.y, 1u);
-  EXPECT_EQ(r.attrs[0].value.clusterDim.z, 3u);
+  const CUlaunchAttribute* cluster = r.attr(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+  ASSERT_NE(cluster, nullptr);
+  EXPECT_EQ(cluster->value.clusterDim.x, 1u);
+  EXPECT_EQ(cluster->value.clusterDim.y, 1u);
+  EXPECT_EQ(cluster->value.clusterDim.z, 3u);
   CubinrtPagedDecodeParamsV6 p{};
   std::memcpy(&p, r.params.data(), r.params.size());
   EXPECT_EQ(p.partial, nullptr);
@@ -486,11 +486,44 @@ TEST_F(Dispatch, ClusterMergeLaunchesOneClusterPerHeadChunk) {
   CUBINRT_ASSERT_OK(plan);
   EXPECT_EQ(plan->merge(), SplitMerge::workspace);
   CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
-  EXPECT_TRUE(fake_state().launches.back().attrs.empty());
+  EXPECT_EQ(fake_state().launches.back().attr(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION), nullptr);
 
   shape.merge = SplitMerge::cluster;
   shape.num_splits = 9;
   EXPECT_EQ(DecodePlan::create(*rt, shape).error().message, "paged decode: a cluster merge takes 2 to 8 splits, 9 asked");
+}
+
+// sm_90 kernels wait for the previous kernel before they touch memory and say so in their cubin,
+// so their launches may overlap it (programmatic dependent launch) unless the shape says never;
+// an sm_80 kernel says nothing and is launched in plain stream order.
+TEST_F(Dispatch, LaunchesOverlapThePreviousKernelWhereTheKernelWaitsForIt) {
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_TRUE(plan->kernel().waits_on_prior_grids);
+  EXPECT_TRUE(plan->overlaps_previous_kernel());
+  CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
+  const CUlaunchAttribute* overlap = fake_state().launches.back().attr(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+  ASSERT_NE(overlap, nullptr);
+  EXPECT_EQ(overlap->value.programmaticStreamSerializationAllowed, 1);
+
+  shape.overlap = LaunchOverlap::never;
+  plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_FALSE(plan->overlaps_previous_kernel());
+  CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
+  EXPECT_EQ(fake_state().launches.back().attr(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION), nullptr);
+
+  RuntimeOptions o;
+  o.driver = make_fake_driver({{"NVIDIA A100-SXM4-80GB", 8, 0, 108, 166912, 2}});
+  o.bundle = std::make_shared<const Bundle>(*Bundle::embedded());
+  o.lazy = true;
+  auto a100 = Runtime::create(o);
+  CUBINRT_ASSERT_OK(a100);
+  shape.overlap = LaunchOverlap::allow;
+  auto old = DecodePlan::create(**a100, shape);
+  CUBINRT_ASSERT_OK(old);
+  EXPECT_FALSE(old->kernel().waits_on_prior_grids);
+  EXPECT_FALSE(old->overlaps_previous_kernel());
 }
 
 TEST_F(Dispatch, LaunchPassesTheKernelsDynamicSharedMemory) {

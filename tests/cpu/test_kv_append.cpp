@@ -142,11 +142,22 @@ TEST_F(KvAppendDispatch, LaunchHandsTheDriverTheAbiStruct) {
   EXPECT_FLOAT_EQ(p.v_scale, 0.25f);
   EXPECT_EQ(p.num_tokens, 8);
   EXPECT_EQ(p.head_dim, 64);
+  // The sm_90 writer waits for the kernel before it, so its launch may overlap that kernel.
+  EXPECT_TRUE(plan->overlaps_previous_kernel());
+  ASSERT_NE(r.attr(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION), nullptr);
+  KvAppendShape plain = s;
+  plain.overlap = LaunchOverlap::never;
+  auto ordered = KvAppendPlan::create(*rt, plain);
+  CUBINRT_ASSERT_OK(ordered);
+  EXPECT_FALSE(ordered->overlaps_previous_kernel());
+  CUBINRT_ASSERT_OK(ordered->launch(args(s), nullptr));
+  ASSERT_EQ(fake_state().launches.size(), 2u);
+  EXPECT_TRUE(fake_state().launches[1].attrs.empty());
   // No tokens: nothing launched.
   KvAppendArgs none = args(s);
   none.num_tokens = 0;
   CUBINRT_ASSERT_OK(plan->launch(none, nullptr));
-  EXPECT_EQ(fake_state().launches.size(), 1u);
+  EXPECT_EQ(fake_state().launches.size(), 2u);
 }
 
 TEST_F(KvAppendDispatch, BadCachesAndArgumentsAreRefusedBeforeLaunch) {

@@ -17,6 +17,9 @@ struct Big {
 // probe_local states none, as a zero (which lands in NOBITS .nv.global).
 extern "C" __device__ const uint32_t cubinrt_dynamic_smem_probe_params = 70000;
 extern "C" __device__ const uint32_t cubinrt_dynamic_smem_probe_local = 0;
+// probe_params also states that it waits for the previous kernel (cubins/grid_dependency.cuh);
+// probe_local states nothing.
+extern "C" __device__ const uint32_t cubinrt_grid_dependency_probe_params = 1;
 
 extern "C" __global__ void __launch_bounds__(256, 2)
 probe_params(const float* a, float* b, int n, float s, Mixed m, char c, short h, double d, Big big) {

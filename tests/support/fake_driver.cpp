@@ -181,7 +181,10 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void**, void** ex
   LaunchRecord r;
   r.config = *config;
   r.attrs.assign(config->attrs, config->attrs + config->numAttrs);
-  for (const CUlaunchAttribute& a : r.attrs)
+  for (const CUlaunchAttribute& a : r.attrs) {
+    // Stricter than the driver: an overlapped launch of code that cannot wait for the kernel before
+    // it would race with that kernel, so the tests make it an error.
+    if (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION && !fk->kernel->waits_on_prior_grids) return CUDA_ERROR_NOT_SUPPORTED;
     if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
       // As the driver: clusters need sm_90 code, at most 8 blocks (portable), and whole clusters.
       const unsigned n = a.value.clusterDim.x * a.value.clusterDim.y * a.value.clusterDim.z;
@@ -190,6 +193,7 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void**, void** ex
           config->gridDimZ % a.value.clusterDim.z)
         return CUDA_ERROR_INVALID_CLUSTER_SIZE;
     }
+  }
   r.kernel = reinterpret_cast<const FakeKernel*>(f)->kernel->name;
   CUcontext ctx = nullptr;
   stream_ctx(config->hStream, &ctx);

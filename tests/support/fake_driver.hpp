@@ -39,6 +39,11 @@ struct FakeFaults {
 struct LaunchRecord {
   CUlaunchConfig config{};  // its attrs pointer is the caller's: read attrs below instead
   std::vector<CUlaunchAttribute> attrs;
+  const CUlaunchAttribute* attr(CUlaunchAttributeID id) const {
+    for (const CUlaunchAttribute& a : attrs)
+      if (a.id == id) return &a;
+    return nullptr;
+  }
   std::vector<std::byte> params;  // the CU_LAUNCH_PARAM_BUFFER_POINTER bytes
   std::string kernel;
   int device = -1;  // whose context ran it: the stream's (fake_state().stream_device), else the current one

@@ -44,7 +44,7 @@ nlohmann::ordered_json cubin_json(const cubinrt::CubinInfo& c) {
     const std::string demangled = demangle(k.name);
     kernels.push_back({{"name", k.name}, {"demangled", demangled.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(demangled)},
                        {"binding", binding_name(k.binding)}, {"registers", k.registers}, {"max_reg_count", k.max_reg_count},
-                       {"static_shared", k.static_shared}, {"reserved_shared", reserved_shared(c)}, {"dynamic_shared", k.dynamic_shared}, {"local_bytes", k.local_bytes}, {"max_threads", k.max_threads},
+                       {"static_shared", k.static_shared}, {"reserved_shared", reserved_shared(c)}, {"dynamic_shared", k.dynamic_shared}, {"waits_on_prior_grids", k.waits_on_prior_grids}, {"local_bytes", k.local_bytes}, {"max_threads", k.max_threads},
                        {"max_ntid", k.max_ntid}, {"req_ntid", k.req_ntid}, {"cluster", k.cluster},
                        {"explicit_cluster", k.explicit_cluster}, {"num_barriers", k.num_barriers}, {"code_size", k.code_size},
                        {"param_base", k.param_base}, {"param_bytes", k.param_bytes}, {"params", params}});
@@ -74,6 +74,7 @@ void print_cubin(const cubinrt::CubinInfo& c) {
     fmt::print("  registers {} (max {}), static shared {} B{}, dynamic shared {} B, local {} B/thread, max threads {}, barriers {}, code {} B\n",
                k.registers, k.max_reg_count, k.static_shared, reserved_shared(c) ? " (+1 KiB the driver reserves, which cuobjdump counts)" : "",
                k.dynamic_shared, k.local_bytes, k.max_threads, k.num_barriers, k.code_size);
+    if (k.waits_on_prior_grids) fmt::print("  waits for the previous kernel on its stream (may be launched to overlap it)\n");
     if (k.req_ntid[0]) fmt::print("  required block {}\n", fmt::join(k.req_ntid, "x"));
     if (k.cluster[0]) fmt::print("  cluster {}{}\n", fmt::join(k.cluster, "x"), k.explicit_cluster ? " (explicit)" : "");
     fmt::print("  {} parameters, {} bytes at constant bank offset {:#x}\n", k.params.size(), k.param_bytes, k.param_base);

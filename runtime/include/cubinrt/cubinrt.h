@@ -197,6 +197,13 @@ typedef enum cubinrt_split_merge {
   CUBINRT_MERGE_CLUSTER = 2
 } cubinrt_split_merge;
 
+/* Whether a plan's launches may overlap the kernel before them on the stream (programmatic
+ * dependent launch, compute capability 9.0 and later; LaunchOverlap in types.hpp): the launch and
+ * its set-up run during that kernel's tail and it waits for that kernel's end and writes before it
+ * touches memory, so results are the same either way. ALLOW (0, the default) takes it where the
+ * device and kernel support it; NEVER keeps plain stream order. */
+typedef enum cubinrt_launch_overlap { CUBINRT_OVERLAP_ALLOW = 0, CUBINRT_OVERLAP_NEVER = 1 } cubinrt_launch_overlap;
+
 /* What stays fixed across calls of one shape (see DecodeShape in paged_decode.hpp). */
 typedef struct cubinrt_decode_shape {
   size_t struct_size;
@@ -213,6 +220,8 @@ typedef struct cubinrt_decode_shape {
   uint32_t max_seq_len;        /* 0: block_table_stride * page_size */
   int32_t num_splits;          /* 0: chosen from the device */
   int32_t merge;               /* cubinrt_split_merge */
+  /* Appended after the first version (whose struct_size, padded, is the same): */
+  int32_t overlap;             /* cubinrt_launch_overlap */
 } cubinrt_decode_shape;
 
 static inline void cubinrt_decode_shape_init(cubinrt_decode_shape* s) {
@@ -230,6 +239,8 @@ typedef struct cubinrt_decode_plan_info {
   int32_t num_splits;
   int32_t merge;             /* cubinrt_split_merge: WORKSPACE or CLUSTER */
   char kernel[128];          /* the bundle entry's id */
+  /* Appended after the first version (whose struct_size ends at kernel): */
+  int32_t overlaps_previous_kernel; /* 1: launches overlap the kernel before them (cubinrt_launch_overlap) */
 } cubinrt_decode_plan_info;
 
 static inline void cubinrt_decode_plan_info_init(cubinrt_decode_plan_info* i) {
@@ -293,6 +304,8 @@ typedef struct cubinrt_kv_append_shape {
   int32_t cache_declared;      /* 0: none; CUBINRT_DTYPE_FP8_E4M3 | _FP8_E5M2 | _NVFP4 for uint8 */
   uint32_t page_size;
   int32_t layout;              /* cubinrt_kv_layout of the cache */
+  /* Appended after the first version (whose struct_size, padded, is the same): */
+  int32_t overlap;             /* cubinrt_launch_overlap */
 } cubinrt_kv_append_shape;
 
 static inline void cubinrt_kv_append_shape_init(cubinrt_kv_append_shape* s) {

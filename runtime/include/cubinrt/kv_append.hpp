@@ -25,6 +25,7 @@ struct KvAppendShape {
   std::optional<Dtype> cache_declared;    // uint8 storage: fp8_e4m3, fp8_e5m2 or nvfp4, said, never guessed
   uint32_t page_size = 0;
   KvLayout layout = KvLayout::nhd;
+  LaunchOverlap overlap = LaunchOverlap::allow;  // with the kernel before it on the stream (types.hpp)
 };
 
 struct TokenStrides {  // new K or V: [num_tokens, num_kv_heads, head_dim], in elements; zero: contiguous
@@ -56,6 +57,7 @@ class KvAppendPlan {
   Dtype cache_dtype() const { return cache_dtype_; }
   const LoadedKernel& kernel() const { return *kernel_; }
   const Runtime& runtime() const { return *runtime_; }
+  bool overlaps_previous_kernel() const { return overlap_; }  // LaunchOverlap::allow taken on this device
   // Checks the arguments against the plan, then launches on `stream` (NULL: the device's default
   // stream, as for the decode).
   Status launch(const KvAppendArgs& args, CUstream_st* stream) const;
@@ -67,6 +69,7 @@ class KvAppendPlan {
   KvAppendShape shape_;
   Dtype cache_dtype_ = Dtype::bf16;
   size_t param_bytes_ = 0;
+  bool overlap_ = false;
 };
 
 }  // namespace cubinrt

@@ -82,6 +82,7 @@ struct DecodeShape {
   uint32_t max_seq_len = 0;         // 0: block_table_stride * page_size
   int num_splits = 0;               // 0: chosen from the device; else forced (tests, benchmarks)
   SplitMerge merge = SplitMerge::choose;  // choose: the plan's pick (workspace when num_splits is forced)
+  LaunchOverlap overlap = LaunchOverlap::allow;  // with the kernel before it on the stream (types.hpp)
 };
 
 // Alignment the kernels' vector accesses need (checked at launch, naming the tensor and stride):
@@ -135,6 +136,7 @@ class DecodePlan {
   SplitMerge merge() const { return merge_; }  // workspace or cluster (also when unsplit: workspace)
   int pages_per_split() const { return pages_per_split_; }
   int heads_per_block() const { return heads_per_block_; }  // q heads of one kv head a block takes
+  bool overlaps_previous_kernel() const { return overlap_; }  // LaunchOverlap::allow taken on this device
   const LoadedKernel& kernel() const { return *kernel_; }
   const DecodeShape& shape() const { return shape_; }
   const Runtime& runtime() const { return *runtime_; }
@@ -155,6 +157,7 @@ class DecodePlan {
   int heads_per_block_ = 8;
   size_t workspace_bytes_ = 0;
   size_t param_bytes_ = 0;
+  bool overlap_ = false;
 };
 
 }  // namespace cubinrt

@@ -38,6 +38,14 @@ std::string_view dtype_name(Dtype d);
 Result<Dtype> parse_dtype(std::string_view text);
 uint32_t dtype_bits(Dtype d);
 
+// Whether a family's launch may overlap the kernel before it on the same stream (programmatic
+// dependent launch, compute capability 9.0 and later): its launch, block scheduling and set-up then
+// run during that kernel's tail, and it waits for that kernel's end and writes before it reads or
+// writes memory, so what it computes is the same either way. allow (the default) takes the overlap
+// where the device and the kernel support it (the kernel says so in its cubin; sm_80 and sm_89
+// builds do not), and is plain stream order elsewhere; never keeps plain stream order everywhere.
+enum class LaunchOverlap : uint8_t { allow, never };
+
 // What an engine asks for: a kernel family and the values of its named axes, in the catalog's
 // order ("paged_decode": head_dim, q_dtype, kv_dtype, page_size). Values are the catalog's text
 // ("128", "bf16"). Each family offers typed helpers that make its keys (paged_decode.hpp).

@@ -20,8 +20,8 @@ namespace cubinrt::c_api {
 
 namespace {
 
-constexpr size_t kShapeV1 = sizeof(cubinrt_decode_shape);
-constexpr size_t kPlanInfoV1 = sizeof(cubinrt_decode_plan_info);
+constexpr size_t kShapeV1 = offsetof(cubinrt_decode_shape, overlap);  // the first version ended at merge
+constexpr size_t kPlanInfoV1 = offsetof(cubinrt_decode_plan_info, overlaps_previous_kernel);  // it ended at kernel
 constexpr size_t kArgsV1 = offsetof(cubinrt_decode_args, k_sf);  // the first version ended at workspace_bytes
 constexpr std::string_view kLaunch = "paged decode launch";
 
@@ -34,6 +34,12 @@ Result<Dtype> dtype_of(int32_t code, const char* what) {
 #undef CUBINRT_DTYPE_CASE_
   }
   return fail(Errc::invalid_argument, fmt::format("{} is {}, not a CUBINRT_DTYPE_* code", what, code));
+}
+
+Result<LaunchOverlap> overlap_of(int32_t code, const char* what) {
+  if (code == CUBINRT_OVERLAP_ALLOW) return LaunchOverlap::allow;
+  if (code == CUBINRT_OVERLAP_NEVER) return LaunchOverlap::never;
+  return fail(Errc::invalid_argument, fmt::format("{} is {}: a cubinrt_launch_overlap (0 or 1)", what, code));
 }
 
 Result<KernelKey> decode_key_of(const cubinrt_decode_key& k) {
@@ -68,6 +74,7 @@ cubinrt_status cubinrt_decode_plan_create(const cubinrt_runtime* runtime, const 
     if (c.merge < CUBINRT_MERGE_CHOOSE || c.merge > CUBINRT_MERGE_CLUSTER)
       return fail(Errc::invalid_argument, fmt::format("cubinrt_decode_shape.merge is {}: a cubinrt_split_merge (0, 1 or 2)", c.merge));
     DecodeShape s;
+    s.overlap = CUBINRT_TRY(overlap_of(c.overlap, "cubinrt_decode_shape.overlap"));
     s.batch = c.batch;
     s.num_q_heads = c.num_q_heads;
     s.num_kv_heads = c.num_kv_heads;
@@ -97,6 +104,7 @@ cubinrt_status cubinrt_decode_plan_info_get(const cubinrt_decode_plan* plan, cub
     v.num_splits = plan->plan.num_splits();
     v.merge = plan->plan.merge() == SplitMerge::cluster ? CUBINRT_MERGE_CLUSTER : CUBINRT_MERGE_WORKSPACE;
     copy_text(v.kernel, sizeof v.kernel, plan->plan.kernel().entry->id);
+    v.overlaps_previous_kernel = plan->plan.overlaps_previous_kernel() ? 1 : 0;
     return write_struct(info, v, "cubinrt_decode_plan_info", kPlanInfoV1);
   });
 }

@@ -29,5 +29,7 @@ Result<KernelKey> decode_key_of(const cubinrt_decode_key& key);
 std::optional<cubinrt_decode_key> c_decode_key(const KernelKey& key);
 // A CUBINRT_DTYPE_* code as a Dtype (`what` names the field in the error).
 Result<Dtype> dtype_of(int32_t code, const char* what);
+// A cubinrt_launch_overlap code as a LaunchOverlap (`what` names the field in the error).
+Result<LaunchOverlap> overlap_of(int32_t code, const char* what);
 
 }  // namespace cubinrt::c_api

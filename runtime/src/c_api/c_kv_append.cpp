@@ -1,6 +1,7 @@
 // The C ABI's cache writer: kv_append plans and launches from DLPack-style tensor descriptors,
 // each checked (device, dtype, shape) before the C++ launch checks strides and alignment.
 #include <array>
+#include <cstddef>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -13,7 +14,7 @@
 namespace cubinrt::c_api {
 namespace {
 
-constexpr size_t kShapeV1 = sizeof(cubinrt_kv_append_shape);
+constexpr size_t kShapeV1 = offsetof(cubinrt_kv_append_shape, overlap);  // the first version ended at layout
 constexpr size_t kArgsV1 = sizeof(cubinrt_kv_append_args);
 constexpr std::string_view kLaunch = "kv_append launch";
 
@@ -33,6 +34,7 @@ cubinrt_status cubinrt_kv_append_plan_create(const cubinrt_runtime* runtime, con
     if (c.layout != CUBINRT_KV_NHD && c.layout != CUBINRT_KV_HND)
       return fail(Errc::invalid_argument, fmt::format("cubinrt_kv_append_shape.layout is {}: CUBINRT_KV_NHD (0) or CUBINRT_KV_HND (1)", c.layout));
     KvAppendShape s;
+    s.overlap = CUBINRT_TRY(overlap_of(c.overlap, "cubinrt_kv_append_shape.overlap"));
     s.num_kv_heads = c.num_kv_heads;
     s.head_dim = c.head_dim;
     s.in_dtype = CUBINRT_TRY(dtype_of(c.in_dtype, "cubinrt_kv_append_shape.in_dtype"));

@@ -38,6 +38,7 @@ struct KernelInfo {
   uint32_t max_reg_count = 0;          // MAXREG_COUNT (255 unless limited)
   uint32_t static_shared = 0;          // bytes, without the sm_90+ reserved 1 KiB
   uint32_t dynamic_shared = 0;         // bytes a launch must pass: cubinrt_dynamic_smem_<kernel>, 0 if absent
+  bool waits_on_prior_grids = false;   // cubinrt_grid_dependency_<kernel> = 1: may be launched to overlap the previous kernel
   uint32_t local_bytes = 0;            // FRAME_SIZE per thread
   uint32_t max_threads = 1024;         // product of MAX_THREADS (launch bounds), 1024 if absent
   std::array<uint32_t, 3> max_ntid{};  // launch bounds, zero if absent

@@ -1,5 +1,6 @@
 // read_cubin: the ELF tables, then the NVIDIA notes and attributes, validated as they are read.
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "cubin/elf.hpp"
@@ -121,23 +122,42 @@ const Section* section_for(const ElfFile& elf, std::string_view prefix, std::str
 // The most shared memory any supported GPU gives one block (sm_90 and sm_100 opt-in: 227 KiB).
 constexpr uint32_t kMaxSharedPerBlock = 227 * 1024;
 
-// A kernel that takes dynamic shared memory says how much in a 4-byte device object named
-// cubinrt_dynamic_smem_<kernel> (a zero one lives in NOBITS .nv.global); absent means none.
-Status read_dynamic_shared(const ElfFile& elf, KernelInfo& k) {
-  constexpr std::string_view kPrefix = "cubinrt_dynamic_smem_";
+// A statement a kernel makes about itself: a 4-byte device object named <prefix><kernel>, read by
+// name (a zero one lives in NOBITS .nv.global); nullopt when the cubin has none. `rule` names the
+// check in errors.
+Result<std::optional<uint32_t>> read_statement(const ElfFile& elf, std::string_view prefix, std::string_view kernel, std::string_view rule) {
+  std::optional<uint32_t> value;
   for (const Symbol& s : elf.symbols) {
-    if (s.name.size() != kPrefix.size() + k.name.size() || !s.name.starts_with(kPrefix) || !s.name.ends_with(k.name)) continue;
+    if (s.name.size() != prefix.size() + kernel.size() || !s.name.starts_with(prefix) || !s.name.ends_with(kernel)) continue;
     if ((s.info & 0xf) != 1 /* OBJECT */ || s.size != 4 || s.shndx == 0 || s.shndx >= elf.sections.size())
-      return fail(Errc::corrupt_cubin, fmt::format("rule dynamic-smem: kernel '{}': {} is not a 4-byte object in a section", k.name, s.name));
+      return fail(Errc::corrupt_cubin, fmt::format("rule {}: kernel '{}': {} is not a 4-byte object in a section", rule, kernel, s.name));
     const Section& sec = elf.sections[s.shndx];
     if (sec.type == kShtNobits) {
-      if (s.value > sec.size || sec.size - s.value < 4) return fail(Errc::corrupt_cubin, fmt::format("rule dynamic-smem: kernel '{}': {} lies outside its section", k.name, s.name));
-      k.dynamic_shared = 0;
+      if (s.value > sec.size || sec.size - s.value < 4) return fail(Errc::corrupt_cubin, fmt::format("rule {}: kernel '{}': {} lies outside its section", rule, kernel, s.name));
+      value = 0;
     } else {
       const ByteView bytes = CUBINRT_TRY(elf.contents(sec));
-      k.dynamic_shared = CUBINRT_TRY(bytes.read<uint32_t>(s.value, s.name));
+      value = CUBINRT_TRY(bytes.read<uint32_t>(s.value, s.name));
     }
   }
+  return value;
+}
+
+// A kernel that takes dynamic shared memory says how much in cubinrt_dynamic_smem_<kernel>;
+// absent means none.
+Status read_dynamic_shared(const ElfFile& elf, KernelInfo& k) {
+  k.dynamic_shared = CUBINRT_TRY(read_statement(elf, "cubinrt_dynamic_smem_", k.name, "dynamic-smem")).value_or(0);
+  return {};
+}
+
+// A kernel that waits for the kernel before it on the stream ahead of any global access
+// (cubins/grid_dependency.cuh) says so with cubinrt_grid_dependency_<kernel> = 1; absent means it
+// does not, and any other value is a cubin this reader does not understand.
+Status read_grid_dependency(const ElfFile& elf, KernelInfo& k) {
+  const std::optional<uint32_t> v = CUBINRT_TRY(read_statement(elf, "cubinrt_grid_dependency_", k.name, "grid-dependency"));
+  if (v && *v != 1)
+    return fail(Errc::corrupt_cubin, fmt::format("rule grid-dependency: kernel '{}': cubinrt_grid_dependency_{} is {}, not 1", k.name, k.name, *v));
+  k.waits_on_prior_grids = v.has_value();
   return {};
 }
 
@@ -279,6 +299,7 @@ Result<KernelInfo> read_kernel(const ElfFile& elf, const GlobalAttrs& globals, c
     k.static_shared = static_cast<uint32_t>(shared->size - reserved);
   }
   CUBINRT_TRY(read_dynamic_shared(elf, k));
+  CUBINRT_TRY(read_grid_dependency(elf, k));
   CUBINRT_TRY(read_key(elf, k));
   if (uint64_t{k.static_shared} + k.dynamic_shared > kMaxSharedPerBlock)
     return bad("shared-size", fmt::format("{} static + {} dynamic bytes of shared memory exceed the {} any GPU gives a block", k.static_shared,

@@ -189,6 +189,7 @@ Result<LoadedKernel> Runtime::Impl::load(const Slot& slot) const {
   k.registers = info.registers;
   k.static_shared = info.static_shared;
   k.dynamic_shared = info.dynamic_shared;
+  k.waits_on_prior_grids = info.waits_on_prior_grids;
   k.block_threads = block_threads(info);
   ContextGuard scope = CUBINRT_TRY(ContextGuard::enter(d, context, what));
   if (lib.library == nullptr) {

@@ -10,6 +10,7 @@
 #include "common/try.hpp"
 #include "cubinrt/kv_append.hpp"
 #include "driver/driver.hpp"
+#include "driver/launch_attributes.hpp"
 #include "driver/launch_target.hpp"
 #include "families/kv_append/family_parts.hpp"
 #include "families/kv_append/kv_append_abi.h"
@@ -65,6 +66,7 @@ Result<KvAppendPlan> KvAppendPlan::create(const Runtime& runtime, const KvAppend
   plan.shape_ = s;
   plan.cache_dtype_ = CUBINRT_TRY(resolve_cache_dtype(s));
   plan.kernel_ = CUBINRT_TRY(runtime.kernel(kv_append_key(s.in_dtype, plan.cache_dtype_)));
+  plan.overlap_ = takes_overlap(s.overlap, *plan.kernel_);
   plan.param_bytes_ = kv_append::abi_v1().param_bytes;
   return plan;
 }
@@ -157,6 +159,9 @@ Status KvAppendPlan::launch(const KvAppendArgs& a, CUstream_st* stream) const {
   config.blockDimY = config.blockDimZ = 1;
   config.sharedMemBytes = kernel_->dynamic_shared;
   config.hStream = stream;
+  LaunchAttributes attrs;
+  if (overlap_) attrs.overlap_previous_kernel();
+  attrs.apply(config);
   const DriverApi& d = runtime_->driver();
   const CUresult r = d.cuLaunchKernelEx(&config, kernel_->function, nullptr, extra);
   if (r == CUDA_SUCCESS) return on_device.leave(kLaunch);

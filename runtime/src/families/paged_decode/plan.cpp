@@ -8,6 +8,7 @@
 #include "common/try.hpp"
 #include "cubinrt/paged_decode.hpp"
 #include "driver/driver.hpp"
+#include "driver/launch_attributes.hpp"
 #include "driver/launch_target.hpp"
 #include "families/paged_decode/family_parts.hpp"
 #include "families/paged_decode/paged_decode_abi.h"
@@ -110,6 +111,7 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
     plan.kernel_ = CUBINRT_TRY(runtime.kernel(decode_key(s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size)));
     plan.heads_per_block_ = CUBINRT_PAGED_DECODE_HEADS;
   }
+  plan.overlap_ = takes_overlap(s.overlap, *plan.kernel_);
   const ManifestEntry& entry = *plan.kernel_->entry;
   plan.param_bytes_ = CUBINRT_TRY(find_abi(entry.key.family, entry.abi_name, entry.abi_version))->param_bytes;
   // The launch fills this struct; a kernel of another ABI (a bundle that is not this build's)
@@ -239,15 +241,11 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
   config.blockDimY = config.blockDimZ = 1;
   config.sharedMemBytes = kernel_->dynamic_shared;
   config.hStream = stream;
+  LaunchAttributes attrs;
   // A cluster merge: the splits of each (sequence, head chunk) are one cluster along z.
-  CUlaunchAttribute cluster{};
-  if (merge_ == SplitMerge::cluster) {
-    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    cluster.value.clusterDim.x = cluster.value.clusterDim.y = 1;
-    cluster.value.clusterDim.z = static_cast<unsigned>(num_splits_);
-    config.attrs = &cluster;
-    config.numAttrs = 1;
-  }
+  if (merge_ == SplitMerge::cluster) attrs.cluster_along_z(static_cast<unsigned>(num_splits_));
+  if (overlap_) attrs.overlap_previous_kernel();
+  attrs.apply(config);
   const DriverApi& d = runtime_->driver();
   // Nothing is formatted unless the launch fails: the message is made on the error path only.
   const CUresult r = d.cuLaunchKernelEx(&config, kernel_->function, nullptr, extra);
