@@ -52,11 +52,12 @@ function(cubinrt_add_bundle target)
     string(JSON source GET "${catalog}" families ${f} source)
     _cubinrt_json_list(includes "${catalog}" families ${f} include)
     set(source "${PROJECT_SOURCE_DIR}/${source}")
-    # Everything a unit includes: the source, the headers beside it (its main loops), its include
-    # directories' headers (its ABI) and the dtype table.
+    # Everything a unit includes: the source, the headers beside it (those every family shares,
+    # such as grid_dependency.cuh) and in its folder (its main loops), its include directories'
+    # headers (its ABI) and the dtype table.
     get_filename_component(source_name "${source}" NAME_WE)
     get_filename_component(source_dir "${source}" DIRECTORY)
-    file(GLOB deps CONFIGURE_DEPENDS "${source_dir}/${source_name}/*.cuh")
+    file(GLOB deps CONFIGURE_DEPENDS "${source_dir}/${source_name}/*.cuh" "${source_dir}/*.cuh")
     set(include_flags "-I${PROJECT_SOURCE_DIR}/runtime/include")
     foreach(inc IN LISTS includes)
       list(APPEND include_flags "-I${PROJECT_SOURCE_DIR}/${inc}")

@@ -222,6 +222,10 @@ extern "C" __device__ const char CUBINRT_CAT_(cubinrt_key_, CUBINRT_KERNEL)[] = 
 extern "C" __device__ const uint32_t CUBINRT_CAT_(cubinrt_grid_dependency_, CUBINRT_KERNEL) = 1;
 #endif
 
+// The longest KV range a block takes for which the kernel lets the next one be scheduled before
+// its merge and output (below); longer ranges leave it to the grid's end.
+constexpr int kEarlyDependentsTokens = 512;
+
 template <bool kDynamic>
 __device__ __forceinline__ BlockShared& block_shared() {
   if constexpr (kDynamic) {
@@ -278,12 +282,15 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV6& p) {
 
   BlockShared& s = block_shared<kDynamicShared>();
   loop::warp_partial(p, w, s.stage, s.block.partials);
-  // The KV range is read: the next kernel on the stream may now be scheduled (it still waits for
-  // this grid's end before it reads anything, grid_dependency.cuh). Here rather than at the start:
-  // dependents launched while this grid's blocks still stream crowd onto the few multiprocessors
-  // with free slots and run there when released (H200 runs 77-78, CUDA-graph replay of B4 L512,
-  // 4-block clusters: 6.76 us a launch without the overlap, 8.8 triggered at the start, 6.2 here).
-  cubinrt_allow_dependent_grids();
+  // Short ranges (a launch that is mostly latency): the KV range is read, so the next kernel on the
+  // stream may now be scheduled; it still waits for this grid's end before it reads anything
+  // (grid_dependency.cuh). Long ones leave that to the grid's end: dependents launched while
+  // blocks here still run take whatever slots are free and, crowded onto few multiprocessors,
+  // run slower once released. H200 runs 77-80, per launch (docs/benchmarks.md): B4 L512 in
+  // 4-block clusters under graph replay 6.7 us in plain stream order, 6.3 let go here, 8.8 let go
+  // at the kernel's start; B1 L131072 FP8 back to back 73.5 plain, 80.1 when every range was let
+  // go here, 71.5 with this rule.
+  if (p.pages_per_split * kPageSize <= kEarlyDependentsTokens) cubinrt_allow_dependent_grids();
   __syncthreads();
 #ifdef CUBINRT_TRACE
   const long long trace_c2 = clock64();

@@ -46,6 +46,12 @@ for step in "$@"; do
       done 2>&1 | tee "$OUT/nvfp4.log" ;;
     replay)  # small batches under CUDA-graph replay, against a bare launch replayed the same way
       CUBINRT_BENCH_MD=$OUT/replay.md ./$D/cubinrt_bench --quick --replay 2>&1 | tee "$OUT/replay.log"; rc=$((rc | PIPESTATUS[0])) ;;
+    overlap)  # decode per launch, back to back, overlapping the launch before and in plain stream order,
+      # alternating twice; $OVERLAP_ONLY (';'-separated names) picks the shapes
+      IFS=';' read -ra shapes <<< "${OVERLAP_ONLY:-B1 L128 ;B1 L32768;B4 L32768;B1 L131072;B64 L8192 32q/8kv D128;B64 L8192 128q/8kv}"
+      for i in 1 2; do for mode in allow never; do for shape in "${shapes[@]}"; do
+        ./$D/cubinrt_bench --quick --overlap $mode --only "$shape" 2>&1 | grep -E "^\| B|Decode launches"; rc=$((rc | PIPESTATUS[0]))
+      done; done; done 2>&1 | tee "$OUT/overlap.log" ;;
     sweep)  # small batches and short sequences: the planner's merge against the workspace's
       CUBINRT_BENCH_MD=$OUT/sweep.md ./$D/cubinrt_bench --quick --sweep 2>&1 | tee "$OUT/sweep.log"; rc=$((rc | PIPESTATUS[0])) ;;
     trace)  # kernels built with -DCUBINRT_TRACE=128 ($D/trace*.bundle): where B1 L128's time goes
