@@ -360,6 +360,44 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
                  per_launch_us / c.launch_us));
 }
 
+// A decode step as an engine runs it for each layer: kv_append of the batch's new tokens (one a
+// sequence) into the cache, then the decode that reads that cache, the pair captured 100 times into
+// one graph; microseconds a pair under replay, with both plans' launches in plain stream order or
+// overlapping the kernel before (the decode overlaps the append, the append the previous decode).
+double step_replay_us(const Runtime& rt, const BenchKernels& k, const GraphApi& g, const Shape& s, Dtype kv, LaunchOverlap overlap) {
+  const auto setup = make_setup(rt, k, s, kv, overlap);
+  const KvCacheDesc& cache = setup->args.kv;
+  const KvAppendPlan append = value_or_die(KvAppendPlan::create(rt, {.num_kv_heads = s.hk, .head_dim = s.d, .in_dtype = Dtype::bf16,
+                                                                     .cache_storage = cache.storage, .cache_declared = cache.declared,
+                                                                     .page_size = s.page, .layout = s.layout, .overlap = overlap}),
+                                          "kv_append plan");
+  const size_t in_bytes = size_t{s.batch} * s.hk * s.d * 2;
+  CUdeviceptr kin = 0, vin = 0, slots = 0;
+  for (auto [p, n] : {std::pair{&kin, in_bytes}, {&vin, in_bytes}, {&slots, size_t{s.batch} * 8}}) check(g_d->cuMemAlloc(p, n), "cuMemAlloc");
+  fill(k, kin, in_bytes / 2, 16, Dtype::bf16, 13);
+  fill(k, vin, in_bytes / 2, 16, Dtype::bf16, 14);
+  // One token a sequence, each into a page of its own (which page does not matter to the timing).
+  std::vector<int64_t> slot(s.batch);
+  for (uint32_t b = 0; b < s.batch; ++b) slot[b] = int64_t{b} * (cache.num_pages / s.batch) * s.page;
+  check(g_d->cuMemcpyHtoD(slots, slot.data(), slot.size() * 8), "cuMemcpyHtoD");
+  KvAppendArgs a;
+  a.k = reinterpret_cast<void*>(kin);
+  a.v = reinterpret_cast<void*>(vin);
+  a.slots = reinterpret_cast<const int64_t*>(slots);
+  a.num_tokens = s.batch;
+  a.cache = cache;
+  Events ev;
+  const double us = replay_us(g, ev, [&](CUstream stream) {
+    if (auto ok = append.launch(a, stream); !ok) {
+      fmt::print(stderr, "{}\n", ok.error().message);
+      std::exit(1);
+    }
+    setup->launch(stream);
+  });
+  for (CUdeviceptr p : {kin, vin, slots}) g_d->cuMemFree(p);
+  return us;
+}
+
 // kv_append: new tokens of 8 kv heads of 128 into a cache of each dtype, bytes read plus written
 // over the copy ceiling, and over a copy of the same bytes (cuMemcpyDtoD: at 64 tokens both are a
 // launch's latency, not bandwidth).
@@ -718,6 +756,15 @@ int main(int argc, char** argv) {
     for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3, Dtype::nvfp4})
       if ((kv != Dtype::nvfp4 || nvfp4) && std::string_view(s.name).contains(only) && rt->supports(decode_key(s.d, Dtype::bf16, kv, s.page)))
         bench_decode(*rt, k, c, s, kv, graph ? &*graph : nullptr, bare);
+  if (replay) {
+    md("\n| step (graph replay): kv_append of one token a sequence, then the decode | kv | us per step, plain stream order | "
+       "us per step, overlapping |\n|---|---|---|---|");
+    for (const Shape& s : std::span(replay_shapes).first(3))
+      for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3})
+        if (std::string_view(s.name).contains(only))
+          md(fmt::format("| {} | {} | {:.2f} | {:.2f} |", s.name, dtype_name(kv), step_replay_us(*rt, k, *graph, s, kv, LaunchOverlap::never),
+                         step_replay_us(*rt, k, *graph, s, kv, LaunchOverlap::allow)));
+  }
   if (!quick) {
     md("\n| start-up | time |\n|---|---|");
     bench_init(drv);

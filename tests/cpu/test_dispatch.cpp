@@ -493,6 +493,15 @@ TEST_F(Dispatch, ClusterMergeLaunchesOneClusterPerHeadChunk) {
   EXPECT_EQ(DecodePlan::create(*rt, shape).error().message, "paged decode: a cluster merge takes 2 to 8 splits, 9 asked");
 }
 
+// An emulated A100 (sm_80: no clusters, no grid dependency) with the embedded bundle.
+Result<std::unique_ptr<Runtime>> a100_runtime() {
+  RuntimeOptions o;
+  o.driver = make_fake_driver({{"NVIDIA A100-SXM4-80GB", 8, 0, 108, 166912, 2}});
+  o.bundle = std::make_shared<const Bundle>(*Bundle::embedded());
+  o.lazy = true;
+  return Runtime::create(o);
+}
+
 // sm_90 kernels wait for the previous kernel before they touch memory and say so in their cubin,
 // so their launches may overlap it (programmatic dependent launch) unless the shape says never;
 // an sm_80 kernel says nothing and is launched in plain stream order.
@@ -513,11 +522,7 @@ TEST_F(Dispatch, LaunchesOverlapThePreviousKernelWhereTheKernelWaitsForIt) {
   CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
   EXPECT_EQ(fake_state().launches.back().attr(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION), nullptr);
 
-  RuntimeOptions o;
-  o.driver = make_fake_driver({{"NVIDIA A100-SXM4-80GB", 8, 0, 108, 166912, 2}});
-  o.bundle = std::make_shared<const Bundle>(*Bundle::embedded());
-  o.lazy = true;
-  auto a100 = Runtime::create(o);
+  auto a100 = a100_runtime();
   CUBINRT_ASSERT_OK(a100);
   shape.overlap = LaunchOverlap::allow;
   auto old = DecodePlan::create(**a100, shape);
@@ -548,11 +553,7 @@ TEST_F(Dispatch, LaunchPassesTheKernelsDynamicSharedMemory) {
 
 // Before sm_90 there are no clusters: a forced cluster merge is refused, a chosen one never made.
 TEST(DispatchWithoutClusters, ClusterMergeIsRefusedOrNotChosen) {
-  RuntimeOptions o;
-  o.driver = make_fake_driver({{"NVIDIA A100-SXM4-80GB", 8, 0, 108, 166912, 2}});
-  o.bundle = std::make_shared<const Bundle>(*Bundle::embedded());
-  o.lazy = true;
-  auto a100 = Runtime::create(o);
+  auto a100 = a100_runtime();
   CUBINRT_ASSERT_OK(a100);
   DecodeShape shape{.batch = 1, .num_q_heads = 32, .num_kv_heads = 8, .head_dim = 128, .q_dtype = Dtype::bf16, .kv_storage = Dtype::uint8,
                     .kv_declared = Dtype::fp8_e4m3, .page_size = 16, .layout = KvLayout::nhd, .block_table_stride = 8,
