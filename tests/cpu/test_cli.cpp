@@ -122,8 +122,12 @@ TEST(Cli, ListAndShow) {
     if (k["name"] == "cubinrt_paged_decode_hd64_fp16_fp8_e5m2_p32") {
       found = true;
       EXPECT_EQ(k["params"].size(), 32u);
+      EXPECT_EQ(k["waits_on_prior_grids"], true);  // sm_90 and later builds wait for the kernel before them
     }
   EXPECT_TRUE(found);
+  // sm_89 has no griddepcontrol: its kernels state nothing and are launched in plain stream order.
+  const auto ada = nlohmann::json::parse(cli("--json show paged_decode.sm_89.hd64.fp16.fp8_e5m2.p32").out);
+  for (const auto& k : ada["cubin"]["kernels"]) EXPECT_EQ(k["waits_on_prior_grids"], false) << k["name"];
   const CliRun f = cli("--json show " + std::string(CUBINRT_TEST_BINARY_DIR) + "/probe/probe.speed.fatbin");
   EXPECT_EQ(f.code, 0) << f.out;
   EXPECT_EQ(nlohmann::json::parse(f.out)["fatbin_entries"][0]["compression"], "lz4");
