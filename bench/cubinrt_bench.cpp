@@ -33,6 +33,7 @@
 #include "common/file_io.hpp"
 #include "common/version.hpp"
 #include "driver/driver.hpp"
+#include "driver/launch_attributes.hpp"
 #include "loader/loaded_kernel.hpp"
 #include "cubinrt/kv_append.hpp"
 #include "cubinrt/paged_decode.hpp"
@@ -49,6 +50,13 @@ std::string g_md;
 void check(CUresult r, const char* call) {
   if (r != CUDA_SUCCESS) {
     fmt::print(stderr, "{}\n", g_d->describe(call, r));
+    std::exit(1);
+  }
+}
+// A launch (or other step) that failed ends the benchmark with its message.
+void ok_or_die(const Status& s) {
+  if (!s) {
+    fmt::print(stderr, "{}\n", s.error().message);
     std::exit(1);
   }
 }
@@ -252,12 +260,7 @@ struct DecodeSetup {
   ~DecodeSetup() {
     for (CUdeviceptr p : owned) g_d->cuMemFree(p);
   }
-  void launch(CUstream stream = nullptr) const {
-    if (auto ok = plan.launch(args, stream); !ok) {
-      fmt::print(stderr, "{}\n", ok.error().message);
-      std::exit(1);
-    }
-  }
+  void launch(CUstream stream = nullptr) const { ok_or_die(plan.launch(args, stream)); }
 };
 
 // Whether the decode plans' launches overlap the kernel before them (--overlap; the runtime's
@@ -388,10 +391,7 @@ double step_replay_us(const Runtime& rt, const BenchKernels& k, const GraphApi& 
   a.cache = cache;
   Events ev;
   const double us = replay_us(g, ev, [&](CUstream stream) {
-    if (auto ok = append.launch(a, stream); !ok) {
-      fmt::print(stderr, "{}\n", ok.error().message);
-      std::exit(1);
-    }
+    ok_or_die(append.launch(a, stream));
     setup->launch(stream);
   });
   for (CUdeviceptr p : {kin, vin, slots}) g_d->cuMemFree(p);
@@ -433,12 +433,7 @@ void bench_append(const Runtime& rt, const BenchKernels& k, const Ceilings& c) {
       a.cache = {reinterpret_cast<void*>(kc), reinterpret_cast<void*>(vc), narrow ? Dtype::uint8 : Dtype::bf16,
                  narrow ? std::optional<Dtype>(cache) : std::nullopt, 0.05f, 0.05f, reinterpret_cast<void*>(ksf), KvLayout::nhd, P, H, pages};
       a.cache.v_sf = reinterpret_cast<void*>(vsf);
-      auto launch = [&] {
-        if (auto ok = plan.launch(a, nullptr); !ok) {
-          fmt::print(stderr, "{}\n", ok.error().message);
-          std::exit(1);
-        }
-      };
+      auto launch = [&] { ok_or_die(plan.launch(a, nullptr)); };
       Events ev;
       for (int i = 0; i < 3; ++i) launch();
       check(g_d->cuCtxSynchronize(), "cuCtxSynchronize");
@@ -736,10 +731,9 @@ int main(int argc, char** argv) {
       config.gridDimX = config.gridDimY = config.gridDimZ = 1;
       config.blockDimX = 32, config.blockDimY = config.blockDimZ = 1;
       config.hStream = stream;
-      CUlaunchAttribute a{};
-      a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-      a.value.programmaticStreamSerializationAllowed = 1;
-      if (overlap) config.attrs = &a, config.numAttrs = 1;
+      LaunchAttributes attrs;
+      if (overlap) attrs.overlap_previous_kernel();
+      attrs.apply(config);
       check(g_d->cuLaunchKernelEx(&config, k.empty, nullptr, nullptr), "cuLaunchKernelEx(empty)");
     };
     bare.plain_us = replay_us(*graph, ev, [&](CUstream stream) { empty(stream, false); });
