@@ -20,6 +20,16 @@
 #define CUBINRT_HAS_GRID_DEPENDENCY 0
 #endif
 
+// The kernel's statement (above), at namespace scope beside the kernel: nothing before sm_90.
+#define CUBINRT_GRID_DEPENDENCY_CAT2_(a, b) a##b
+#define CUBINRT_GRID_DEPENDENCY_CAT_(a, b) CUBINRT_GRID_DEPENDENCY_CAT2_(a, b)
+#if CUBINRT_HAS_GRID_DEPENDENCY
+#define CUBINRT_STATE_GRID_DEPENDENCY(kernel) \
+  extern "C" __device__ const uint32_t CUBINRT_GRID_DEPENDENCY_CAT_(cubinrt_grid_dependency_, kernel) = 1;
+#else
+#define CUBINRT_STATE_GRID_DEPENDENCY(kernel)
+#endif
+
 __device__ __forceinline__ void cubinrt_wait_for_prior_grids() {
 #if CUBINRT_HAS_GRID_DEPENDENCY
   asm volatile("griddepcontrol.wait;" ::: "memory");

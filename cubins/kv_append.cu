@@ -95,10 +95,8 @@ __device__ __forceinline__ void write_chunk(const uint4 (&raw)[2], float scale, 
 #define CUBINRT_CAT_(a, b) CUBINRT_CAT2_(a, b)
 // The key this kernel is (the reader checks it against the manifest); the unit source defines it.
 extern "C" __device__ const char CUBINRT_CAT_(cubinrt_key_, CUBINRT_KERNEL)[] = CUBINRT_VARIANT_KEY;
-#if CUBINRT_HAS_GRID_DEPENDENCY
 // It waits for the kernel before it on the stream ahead of any global access (grid_dependency.cuh).
-extern "C" __device__ const uint32_t CUBINRT_CAT_(cubinrt_grid_dependency_, CUBINRT_KERNEL) = 1;
-#endif
+CUBINRT_STATE_GRID_DEPENDENCY(CUBINRT_KERNEL)
 #define CUBINRT_PARAM_DECL_(type, name) , type name
 #define CUBINRT_DROP_FIRST_(first, ...) __VA_ARGS__
 #define CUBINRT_LIST_(...) CUBINRT_DROP_FIRST_(__VA_ARGS__)

@@ -217,10 +217,8 @@ extern "C" __device__ const uint32_t CUBINRT_CAT_(cubinrt_dynamic_smem_, CUBINRT
 #error "CUBINRT_VARIANT_KEY (the variant's key, \"head_dim=128 q_dtype=bf16 ...\") is not defined: the build defines it"
 #endif
 extern "C" __device__ const char CUBINRT_CAT_(cubinrt_key_, CUBINRT_KERNEL)[] = CUBINRT_VARIANT_KEY;
-#if CUBINRT_HAS_GRID_DEPENDENCY
 // It waits for the kernel before it on the stream ahead of any global access (grid_dependency.cuh).
-extern "C" __device__ const uint32_t CUBINRT_CAT_(cubinrt_grid_dependency_, CUBINRT_KERNEL) = 1;
-#endif
+CUBINRT_STATE_GRID_DEPENDENCY(CUBINRT_KERNEL)
 
 // The longest KV range a block takes for which the kernel lets the next one be scheduled before
 // its merge and output (below); longer ranges leave it to the grid's end.
