@@ -2,8 +2,10 @@
 // loaded from global memory straight into the mma operand registers (docs/kernels.md).
 //
 // Per warp step of kStep tokens:
-//   S[heads x tokens] = Q[16 x D] . K^T        m16n8k16, A = q (rows 0..3 are the chunk's heads,
-//                                              the rest zero), B = K rows, one 8-token n-tile each
+//   S[heads x tokens] = Q[16 x D] . K^T        m16n8k16, A = q (rows 0-7 are the chunk's heads;
+//                                              rows 8-15 its heads 8-15, or, for chunks of up
+//                                              to 8, q's dims of the next k-tile: consume_step),
+//                                              B = K rows, one 8-token n-tile each
 //   O^T[D x heads]   += V^T[D x tokens] . P^T  m16n8k16 (m16n8k8 for 8-token steps), A = V,
 //                                              B = the softmax weights, taken as they come out of
 //                                              the first mma (its C layout is the B layout here)
@@ -214,14 +216,14 @@ __device__ __forceinline__ void mma_k8(float (&c)[4], uint32_t a0, uint32_t a1, 
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a0), "r"(a1), "r"(b0));
 }
 
-// The q fragment (A of q.K) for lane (g, t): rows g and, for a chunk of more than 8 heads, g + 8
-// (heads g and g + 8 of the chunk; zero past the chunk) at the dims of the lane's K words. Those
+// The q fragment (A of q.K) for lane (g, t): heads g and, for a chunk of more than 8 heads, g + 8
+// of the chunk (zero past the chunk) at the dims of the lane's K words. Those
 // dims are kKElems contiguous ones per K load, so q comes in as whole 16-byte loads (q rows are
 // 16-byte aligned: the dispatcher checks q and head_dim is a multiple of 64).
 template <bool kHi>
 struct QFrag {
-  uint32_t lo[kKTiles][2];                // row g: A registers a0, a2
-  uint32_t hi[kHi ? kKTiles : 1][2];      // row g + 8: a1, a3 (zero registers without kHi)
+  uint32_t lo[kKTiles][2];                // head g: A registers a0, a2 (and a1, a3 of the k-tile before, without kHi)
+  uint32_t hi[kHi ? kKTiles : 1][2];      // head g + 8: a1, a3 (unused without kHi)
 };
 
 // Loads the fragment and returns the factor the scores must be multiplied by: bf16 q feeding a
@@ -323,13 +325,15 @@ struct StepPages {
 __device__ __forceinline__ StepPages step_pages(const int32_t* pages, int t0, int t_end) {
   StepPages sp;
 #pragma unroll
-  for (int i = 0; i < kLookups; ++i) sp.page[i] = pages[min(t0 + i * kGroupTokens, t_end - 1) / kPageSize];
+  for (int i = 0; i < kLookups; ++i) sp.page[i] = pages[static_cast<unsigned>(min(t0 + i * kGroupTokens, t_end - 1)) / kPageSize];
   return sp;
 }
 
-// Element offset (within a kv head) of the first token of group i of the step at t0.
-__device__ __forceinline__ int64_t group_base(const CubinrtPagedDecodeParamsV6& p, const StepPages& sp, int t0, int i) {
-  return static_cast<int64_t>(sp.page[i]) * p.kv_stride_page + ((t0 + i * kGroupTokens) % kPageSize) * p.kv_stride_token;
+// Element offset (within a kv head) of token `row` of group i of the step at t0 (tokens are never
+// negative: the unsigned modulo is a mask).
+__device__ __forceinline__ int64_t group_base(const CubinrtPagedDecodeParamsV6& p, const StepPages& sp, int t0, int i, int row = 0) {
+  const int tok = static_cast<int>(static_cast<unsigned>(t0 + i * kGroupTokens) % kPageSize) + row;
+  return static_cast<int64_t>(sp.page[i]) * p.kv_stride_page + static_cast<int64_t>(tok) * p.kv_stride_token;
 }
 
 // Byte offset (within a kv head) of the NVFP4 scale row of token `row` of the step at t0.
@@ -401,15 +405,23 @@ __device__ __forceinline__ void cp_async_row(void* dst, const void* src) {
 }
 
 // Starts copying one warp step's K and V rows into `buf`: the warp's lanes take consecutive
-// chunks, so each row is read as whole 32-byte sectors.
+// chunks, so each row is read as whole 32-byte sectors. Copy k of a lane is row r0 + k * kCopyRows
+// of the step at chunk c; within a 16-token group the rows are one token stride apart, so each copy
+// after a group's first adds a fixed distance to the last one's address rather than computing its
+// own (H200 run 84, docs/kernels.md).
 __device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV6& p, const StepPages& sp, int lane, const KvBases& kv, int t0,
                                            uint4* buf) {
+  static_assert(32 % kRowChunks == 0, "a copy of the warp covers whole rows");
+  constexpr int kCopyRows = 32 / kRowChunks;
+  const int r0 = lane / kRowChunks, c = lane % kRowChunks;
+  int64_t off = 0;
 #pragma unroll
   for (int k = 0; k < kStepChunks / 32; ++k) {
-    const int i = lane + 32 * k, row = i / kRowChunks, c = i % kRowChunks;
+    const int row = r0 + k * kCopyRows;
     // 32 chunks never straddle a 16-token group (a group is 16 * kRowChunks >= 64 chunks).
-    const int grp = 32 * k / (kGroupTokens * kRowChunks);
-    const int64_t off = (group_base(p, sp, t0, grp) + (row % kGroupTokens) * p.kv_stride_token) * kKvBytes + c * 16;
+    const int grp = k * kCopyRows / kGroupTokens;
+    if (k * kCopyRows % kGroupTokens == 0) off = group_base(p, sp, t0, grp, r0) * kKvBytes + c * 16;
+    else off += kCopyRows * p.kv_stride_token * kKvBytes;
     cp_async16(buf + staged(row, c), kv.k + off);
     cp_async16(buf + kStepChunks + staged(row, c), kv.v + off);
   }
@@ -473,6 +485,16 @@ struct Running {
 // the slack, which after a sequence's first steps is rare. -1: every step (the exact running max).
 constexpr float kRescaleSlack = CUBINRT_RESCALE_SLACK;
 
+// exp2 of a score's distance from its head's running max (at most kRescaleSlack) as one MUFU.EX2
+// (ex2.approx.ftz, exp2f's own approximation): exp2f spends four more instructions and two
+// predicates a call keeping a result below 2^-126 subnormal rather than zero, that is a weight
+// 2^-126 of its row's largest, which no sum in float or mma in half or bf16 keeps anyway.
+__device__ __forceinline__ float exp2_weight(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // One row's online-softmax update for a step: scores s (head g, tokens n*8 + 2t + e) in, the
 // weights rounded to the mma type out (the sum adds the rounded values, so the normalisation
 // matches what P.V multiplies), the row's accumulator rescaled where its max moved.
@@ -488,7 +510,7 @@ __device__ __forceinline__ void update_row(const float (&s)[kTiles][2], const bo
   // shuffles that bring each accumulator column its head's factor.
   if (__any_sync(0xffffffffu, grow)) {
     const float m_new = grow ? mx : r.m;
-    const float corr = exp2f(r.m - m_new);
+    const float corr = exp2_weight(r.m - m_new);
     r.m = m_new;
     r.l *= corr;
     // The accumulator's columns are heads 2t and 2t + 1, whose corrections live in quads 2t, 2t + 1.
@@ -499,7 +521,7 @@ __device__ __forceinline__ void update_row(const float (&s)[kTiles][2], const bo
   float psum = 0.f;
 #pragma unroll
   for (int n = 0; n < kTiles; ++n) {
-    pb[n] = pack2(valid[n][0] ? exp2f(s[n][0] - r.m) : 0.f, valid[n][1] ? exp2f(s[n][1] - r.m) : 0.f);
+    pb[n] = pack2(valid[n][0] ? exp2_weight(s[n][0] - r.m) : 0.f, valid[n][1] ? exp2_weight(s[n][1] - r.m) : 0.f);
     const float2 x = unpack2(pb[n]);
     psum += x.x + x.y;
   }
@@ -527,12 +549,13 @@ __device__ __forceinline__ void transpose_v(const uint32_t (&vw)[kVTokens][kKTil
 // two byte permutes for 4 codes (FP8) or 8 (NVFP4) of each row, instead of two for every pair of
 // words as 16-bit KV needs (transpose_v). NVFP4's block scales are paired the same way. Rows past
 // the end become zero codes and, for NVFP4, zero scales (they may hold anything, NaN scales
-// included), so they add 0; a zero code is zero in every encoding.
+// included), so they add 0; a zero code is zero in every encoding. kWhole: no row is past it.
+template <bool kWhole>
 __device__ __forceinline__ void narrow_vt(const StepLoads& cur, int t0, int t_end, int t, VtWords& vt) {
   constexpr int kN = sizeof(VRaw) / 4;
 #pragma unroll
   for (int p = 0; p < kVTokens / 2; ++p) {
-    const bool in_a = t0 + v_token(2 * p, t) < t_end, in_b = t0 + v_token(2 * p + 1, t) < t_end;
+    const bool in_a = kWhole || t0 + v_token(2 * p, t) < t_end, in_b = kWhole || t0 + v_token(2 * p + 1, t) < t_end;
 #pragma unroll
     for (int j = 0; j < kVLoads; ++j) {
       uint32_t xa[kN], xb[kN];
@@ -594,8 +617,9 @@ __device__ __forceinline__ void named_barrier() { asm volatile("bar.sync 1, %0;"
 
 // One warp step's math on its loaded K and V: scores, the online softmax update and P.V, for one
 // row of heads or two (kHi: rows 8-15 of the q.K tile are heads 8-15, whose scores come out of
-// the same mmas; their P.V is a second 8-column tile over the same V words).
-template <bool kHi>
+// the same mmas; their P.V is a second 8-column tile over the same V words). kWhole: every token
+// of the step is below t_end, so nothing is masked (the compiler drops the checks and selects).
+template <bool kHi, bool kWhole>
 __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t_end, int g, int t, const QFrag<kHi>& q, float sscale,
                                              Running<kHi>& r, const ScoreShare& share) {
   // Scores of heads g (and g + 8) for tokens n*8 + 2t and n*8 + 2t + 1 of each n-tile.
@@ -615,13 +639,22 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
     float c2[2][4] = {};
 #pragma unroll
     for (int i = 0; i < kKTiles; ++i) {
-      if constexpr (kHi) mma_k16(c2[i & 1], q.lo[i][0], q.hi[i][0], q.lo[i][1], q.hi[i][1], kw[2 * i], kw[2 * i + 1]);
-      else mma_k16(c2[i & 1], q.lo[i][0], 0u, q.lo[i][1], 0u, kw[2 * i], kw[2 * i + 1]);
+      if constexpr (kHi) {
+        mma_k16(c2[i & 1], q.lo[i][0], q.hi[i][0], q.lo[i][1], q.hi[i][1], kw[2 * i], kw[2 * i + 1]);
+      } else {
+        // One row of heads: k-tiles 2m and 2m + 1 share an A operand, q's dims of tile 2m in rows
+        // 0-7 and of tile 2m + 1 in rows 8-15, so q stays in registers as it is used, with no
+        // zero rows to hold. Against K's tile 2m the scores are rows 0-7 of the result; against
+        // tile 2m + 1, rows 8-15 (the other rows pair q's dims with K's of the other tile and
+        // are left unread). H200 run 84 (docs/kernels.md).
+        const int m = i & ~1;
+        mma_k16(c2[i & 1], q.lo[m][0], q.lo[m + 1][0], q.lo[m][1], q.lo[m + 1][1], kw[2 * i], kw[2 * i + 1]);
+      }
     }
-    const float c[4] = {c2[0][0] + c2[1][0], c2[0][1] + c2[1][1], c2[0][2] + c2[1][2], c2[0][3] + c2[1][3]};
+    const float c[4] = {c2[0][0] + c2[1][kHi ? 0 : 2], c2[0][1] + c2[1][kHi ? 1 : 3], c2[0][2] + c2[1][2], c2[0][3] + c2[1][3]};
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      valid[n][e] = t0 + n * 8 + 2 * t + e < t_end;
+      valid[n][e] = kWhole || t0 + n * 8 + 2 * t + e < t_end;
       s[0][n][e] = valid[n][e] ? c[e] * sscale : kNegBig;
       if constexpr (kHi) s[kHi ? 1 : 0][n][e] = valid[n][e] ? c[2 + e] * sscale : kNegBig;
     }
@@ -650,7 +683,7 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
 
   VtWords vt;
   if constexpr (kKvIsNvfp4 || (kKvIsFp8 && !CUBINRT_FP8_BITS)) {
-    narrow_vt(cur, t0, t_end, t, vt);
+    narrow_vt<kWhole>(cur, t0, t_end, t, vt);
   } else {
     uint32_t vw[kVTokens][kKTiles];
 #pragma unroll
@@ -658,7 +691,7 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
 #pragma unroll
       for (int j = 0; j < kVLoads; ++j) to_words(cur.v[u][j], vw[u] + j * (kVElems / 2));
       // Rows past the end may hold anything (NaN included); zero them so 0 * V stays 0.
-      if (t0 + v_token(u, t) >= t_end)
+      if (!kWhole && t0 + v_token(u, t) >= t_end)
 #pragma unroll
         for (int i = 0; i < kKTiles; ++i) vw[u][i] = 0u;
     }
@@ -698,7 +731,9 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV6& p, 
     // load never stalls the issue.
     StepPages next{};
     if (kStages - 1 < steps) next = step_pages(pages, first + (kStages - 1) * kStride, w.t_end);
-    for (int k = 0; k < steps; ++k) {
+    // Slots are taken modulo kRing from the step: counters advanced each step save a few
+    // instructions but hold registers, and made ptxas spill the 16-head kernel's loop.
+    const auto step = [&](int k, auto whole) {
       const int ahead = k + kStages - 1;  // into the slot step k - 1 used, which every lane has read
       if (ahead < steps) issue_step(p, next, w.lane, kv, first + ahead * kStride, ring + (ahead % kRing) * kStageChunks);
       if (ahead + 1 < steps) next = step_pages(pages, first + (ahead + 1) * kStride, w.t_end);
@@ -709,16 +744,23 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV6& p, 
       StepLoads cur;
       read_step(ring + (k % kRing) * kStageChunks, g, t, cur);
       share.buf = score_buf(stage, k);
-      consume_step<kHi>(cur, first + k * kStride, w.t_end, g, t, q, sscale, r, share);
+      consume_step<kHi, decltype(whole)::value>(cur, first + k * kStride, w.t_end, g, t, q, sscale, r, share);
       __syncwarp();  // every lane has read step k before its slot is refilled
-    }
+    };
+    // Only a warp's last step can reach past t_end (each step starts kStride >= kStep tokens
+    // before the next), so the loop runs the unmasked math and the last step the masked one.
+    for (int k = 0; k < steps - 1; ++k) step(k, std::true_type{});
+    if (steps > 0) step(steps - 1, std::false_type{});
   } else {
-    for (int t0 = first, k = 0; t0 < w.t_end; t0 += kStride, ++k) {
+    const auto step = [&](int t0, int k, auto whole) {
       StepLoads cur;
       load_step(p, w, pages, kv, t0, g, t, cur);
       share.buf = score_buf(stage, k);
-      consume_step<kHi>(cur, t0, w.t_end, g, t, q, sscale, r, share);
-    }
+      consume_step<kHi, decltype(whole)::value>(cur, t0, w.t_end, g, t, q, sscale, r, share);
+    };
+    int t0 = first, k = 0;
+    for (; t0 + kStride < w.t_end; t0 += kStride, ++k) step(t0, k, std::true_type{});
+    if (t0 < w.t_end) step(t0, k, std::false_type{});
   }
 }
 

@@ -396,6 +396,19 @@ TEST(Planner, DimSplitKernelsWantTwiceTheBlocks) {
   EXPECT_EQ(plan->merge(), SplitMerge::cluster);
 }
 
+// A multiprocessor holds blocks_per_sm blocks at once; 512 blocks on 132 SMs give each 4. A kernel
+// that holds 4 streams them in one round: no split. One that holds 3 streams the fourth alone,
+// below the rate 2 blocks reach, so 2 splits (8 blocks an SM in rounds of 3, 3 and 2) cost less:
+// 8 x 256 pages against (3 + 2) x 512 (B64 L8192 16q/8kv D256 FP8, H200 run 84).
+TEST(Planner, ALastRoundOfOneBlockIsWorthASplit) {
+  EXPECT_EQ(paged_decode::choose_splits(512, 512, 132, 4, 32), 1);
+  EXPECT_EQ(paged_decode::choose_splits(512, 512, 132, 3, 32), 2);
+  // 384 blocks fill 3 a multiprocessor in one round either way.
+  EXPECT_EQ(paged_decode::choose_splits(384, 512, 132, 3, 32), 1);
+  // Rounds of 2 (head_dim 256's 16-bit kernels): 4 blocks an SM are two full rounds, no split.
+  EXPECT_EQ(paged_decode::choose_splits(512, 512, 132, 2, 32), 1);
+}
+
 TEST_F(Dispatch, SplitsBalanceTheBusiestMultiprocessor) {
   // 48 x 8 = 384 blocks: at most 3 on each of 132 SMs, 3 x 64 pages; 2 or 4 splits give the
   // busiest SM the same 192 pages and add a merge, 3 splits give it 9 x 22 = 198.
