@@ -408,7 +408,7 @@ __device__ __forceinline__ void cp_async_row(void* dst, const void* src) {
 // chunks, so each row is read as whole 32-byte sectors. Copy k of a lane is row r0 + k * kCopyRows
 // of the step at chunk c; within a 16-token group the rows are one token stride apart, so each copy
 // after a group's first adds a fixed distance to the last one's address rather than computing its
-// own (H200 run 84, docs/kernels.md).
+// own (docs/kernels.md, "Instructions a step").
 __device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV6& p, const StepPages& sp, int lane, const KvBases& kv, int t0,
                                            uint4* buf) {
   static_assert(32 % kRowChunks == 0, "a copy of the warp covers whole rows");
@@ -646,7 +646,7 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
         // 0-7 and of tile 2m + 1 in rows 8-15, so q stays in registers as it is used, with no
         // zero rows to hold. Against K's tile 2m the scores are rows 0-7 of the result; against
         // tile 2m + 1, rows 8-15 (the other rows pair q's dims with K's of the other tile and
-        // are left unread). H200 run 84 (docs/kernels.md).
+        // are left unread). docs/kernels.md, "Instructions a step".
         const int m = i & ~1;
         mma_k16(c2[i & 1], q.lo[m][0], q.lo[m + 1][0], q.lo[m][1], q.lo[m + 1][1], kw[2 * i], kw[2 * i + 1]);
       }

@@ -15,7 +15,7 @@ namespace cubinrt::paged_decode {
 // rest, 16% slower); at batch 64 the blocks already cover the GPU: no split, unless a kernel that
 // holds 3 blocks an SM would leave each SM a fourth to stream alone (512 blocks on 132 SMs): then
 // 2 splits, 8 blocks an SM in rounds of 3, 3 and 2 (H200 run 84, B64 L8192 16q/8kv D256 FP8:
-// 605.9 us unsplit, 508.4 in 2 splits).
+// 605.9 us unsplit, 508.4 in 2 splits merged through the workspace).
 int64_t choose_splits(int64_t blocks, int64_t pages, int64_t multiprocessors, int64_t blocks_per_sm, int64_t max_splits,
                       int64_t saturating_blocks) {
   const int64_t resident = std::max<int64_t>(1, blocks_per_sm);
