@@ -403,7 +403,7 @@ TEST(Planner, DimSplitKernelsWantTwiceTheBlocks) {
 TEST(Planner, ALastRoundOfOneBlockIsWorthASplit) {
   EXPECT_EQ(paged_decode::choose_splits(512, 512, 132, 4, 32), 1);
   EXPECT_EQ(paged_decode::choose_splits(512, 512, 132, 3, 32), 2);
-  // 384 blocks fill 3 a multiprocessor in one round either way.
+  // 384 blocks: at most 3 an SM, one round of 3: no split.
   EXPECT_EQ(paged_decode::choose_splits(384, 512, 132, 3, 32), 1);
   // Rounds of 2 (head_dim 256's 16-bit kernels): 4 blocks an SM are two full rounds, no split.
   EXPECT_EQ(paged_decode::choose_splits(512, 512, 132, 2, 32), 1);
