@@ -487,8 +487,9 @@ constexpr float kRescaleSlack = CUBINRT_RESCALE_SLACK;
 
 // exp2 of a score's distance from its head's running max (at most kRescaleSlack) as one MUFU.EX2
 // (ex2.approx.ftz, exp2f's own approximation): exp2f spends four more instructions and two
-// predicates a call keeping a result below 2^-126 subnormal rather than zero, that is a weight
-// 2^-126 of its row's largest, which no sum in float or mma in half or bf16 keeps anyway.
+// predicates a call keeping a result below 2^-126 subnormal rather than zero: a weight that half
+// cannot hold at all and that, beside the row's largest weight (at least 1), is far below float's
+// rounding of the row's sum.
 __device__ __forceinline__ float exp2_weight(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
