@@ -36,6 +36,8 @@ for step in "$@"; do
         ./$D/cubinrt_bench --quick --only "${EXP_ONLY:-}" --bundle "$b" 2>&1; rc=$((rc | $?))
         CUBINRT_TEST_BUNDLE=$b ./$D/cubinrt_gpu_tests --gtest_filter='GpuDecode.EverySelected*' 2>&1 | grep -E "^\||OK|FAILED"; rc=$((rc | PIPESTATUS[0]))
       done 2>&1 | tee "$OUT/experiments.log" ;;
+    hd512)  # head_dim 512's sm_90 twin (the test bundle), issue 18's proxy shapes
+      CUBINRT_BENCH_MD=$OUT/hd512.md ./$D/cubinrt_bench --quick --only D512 --bundle $D/hd512_sm90.bundle 2>&1 | tee "$OUT/hd512.log"; rc=$((rc | PIPESTATUS[0])) ;;
     grid)  # the regression table: batch x tokens, bf16 and FP8, KV TB/s over the copy ceiling
       CUBINRT_BENCH_MD=$OUT/grid.md ./$D/cubinrt_bench --quick --grid 2>&1 | tee "$OUT/grid.log"; rc=$((rc | PIPESTATUS[0])) ;;
     append)  # kv_append: 64 and 8192 tokens into bf16, FP8 and NVFP4 caches, against the copy ceiling
