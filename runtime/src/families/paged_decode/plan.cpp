@@ -143,12 +143,12 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
     const int64_t by_length = std::clamp<int64_t>(max_len / kMinTokensPerSplit, 1, 65535);
     // head_dim 512's kernels split the dims across their warps (paged_decode_abi.h).
     const int64_t saturating = s.head_dim > CUBINRT_PAGED_DECODE_TOKEN_SPLIT_MAX_HEAD_DIM ? kSaturatingBlocksDimSplit : kSaturatingBlocks;
-    splits = choose_splits(blocks, pages, multiprocessors, std::max(1, plan.kernel_->blocks_per_sm), by_length, saturating);
+    splits = choose_splits(blocks, pages, multiprocessors, plan.kernel_->blocks_per_sm, by_length, saturating);
     // Where the workspace would take 2 to 8 splits, a cluster merges them instead, in splits as
     // short as 128 tokens.
     if (can_cluster && (s.merge == SplitMerge::cluster || (s.merge == SplitMerge::choose && splits > 1 && splits <= kMaxClusterSplits))) {
       const int64_t by_cluster = std::clamp<int64_t>(max_len / kMinTokensPerClusterSplit, 1, kMaxClusterSplits);
-      const int64_t c = choose_splits(blocks, pages, multiprocessors, std::max(1, plan.kernel_->blocks_per_sm), by_cluster, saturating);
+      const int64_t c = choose_splits(blocks, pages, multiprocessors, plan.kernel_->blocks_per_sm, by_cluster, saturating);
       if (c > 1) splits = c, cluster = true;
       else if (s.merge == SplitMerge::cluster) splits = 1;
     }

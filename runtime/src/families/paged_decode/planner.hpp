@@ -43,7 +43,8 @@ inline constexpr int64_t kMinTokensPerClusterSplit = 128;
 
 // The kernel is bandwidth-bound: the fewest splits whose busiest multiprocessor streams within
 // kSplitGainToBeat of the least (planner.cpp says how).
-// `saturating_blocks` is kSaturatingBlocks or kSaturatingBlocksDimSplit.
+// `saturating_blocks` is kSaturatingBlocks or kSaturatingBlocksDimSplit; a `blocks_per_sm` below 1
+// (an occupancy the driver did not report) counts as 1.
 int64_t choose_splits(int64_t blocks, int64_t pages, int64_t multiprocessors, int64_t blocks_per_sm, int64_t max_splits,
                       int64_t saturating_blocks = kSaturatingBlocks);
 
