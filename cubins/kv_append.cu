@@ -5,7 +5,8 @@
 // nearest e2m1, ties to even, saturated at 6; two codes a byte, the even element in the low
 // nibble). The arithmetic is float32 with explicitly rounded operations, so the host reference
 // (runtime/src/families/kv_append/reference.cpp) reproduces every byte. Negative slots (padding
-// tokens) and slots past the cache are skipped.
+// tokens) and slots past the cache are skipped. NVFP4's V scales go in the order the cache
+// declares (v_sf_order: linear, or interleaved by 4 tokens); K's are linear.
 //
 // Variant macros (the catalog's axes): CUBINRT_IN_DTYPE (fp16 or bf16), CUBINRT_CACHE_DTYPE
 // (the input's dtype, fp8_e4m3, fp8_e5m2 or nvfp4), CUBINRT_KERNEL, CUBINRT_VARIANT_KEY.
@@ -101,7 +102,7 @@ CUBINRT_STATE_GRID_DEPENDENCY(CUBINRT_KERNEL)
 #define CUBINRT_DROP_FIRST_(first, ...) __VA_ARGS__
 #define CUBINRT_LIST_(...) CUBINRT_DROP_FIRST_(__VA_ARGS__)
 extern "C" __global__ void __launch_bounds__(CUBINRT_KV_APPEND_THREADS)
-CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V1_FIELDS(CUBINRT_PARAM_DECL_))) {
+CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_PARAM_DECL_))) {
   // Index arithmetic in 32 bits (the launch keeps every chunk index below 2^31: kv_append_abi.h),
   // and a slot's page and offset too while the cache's slots fit 32 bits: 64-bit division costs
   // more than this kernel's arithmetic. A quantizing thread takes a chunk of K and the same chunk
@@ -131,8 +132,16 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V1_FIELDS(CUBINRT_PARAM_DECL_))
     const int64_t at = page * cache_stride_page + offset * cache_stride_token + int64_t{head} * cache_stride_head +
                        int64_t{j} * (kCache == CUBINRT_DTYPE_NVFP4 ? kChunk / 2 : kChunk);
     const int64_t sf_at = page * sf_stride_page + offset * sf_stride_token + int64_t{head} * sf_stride_head + j;
+    // V's scales interleaved by 4 tokens (TensorRT-LLM's SM100 order, docs/formats.md): the rows of
+    // the slot's quad, read as one array, hold block j of token `offset` at byte 4 j + offset % 4.
+    int64_t v_sf_at = sf_at;
+    if (kCache == CUBINRT_DTYPE_NVFP4 && v_sf_order == CUBINRT_SCALE_ORDER_INTERLEAVED4) {
+      const uint32_t k = 4 * j + static_cast<uint32_t>(offset) % 4;
+      v_sf_at = page * sf_stride_page + (offset - offset % 4 + k / chunks_per_row) * sf_stride_token + int64_t{head} * sf_stride_head +
+                k % chunks_per_row;
+    }
     if (kSides == 1 || !only_v) write_chunk(kr, k_scale, k_cache, k_sf, at, sf_at);
-    if (kSides == 1 || only_v) write_chunk(vr, v_scale, v_cache, v_sf, at, sf_at);
+    if (kSides == 1 || only_v) write_chunk(vr, v_scale, v_cache, v_sf, at, v_sf_at);
   }
   // The next kernel (the decode that reads these pages) may be scheduled once every thread is done
   // here, not before: launched early, its blocks would crowd onto the multiprocessors this grid

@@ -7,6 +7,8 @@
 //   CUBINRT_PAGE_SIZE  tokens per page
 //   CUBINRT_KERNEL     the entry point's name (the manifest records it)
 //   CUBINRT_G16        defined for the paged_decode_g16 family: 16 q heads a block, head_dim 128
+//   CUBINRT_VSF_INTERLEAVED  defined for the *_vsf_interleaved families (NVFP4 only): V's block
+//                      scales in TensorRT-LLM's 4-token interleave (docs/formats.md)
 //
 // A block handles one (sequence, kv head, chunk of up to 8 q heads, or 16 in the paged_decode_g16
 // family's kernels, KV split). KV is read once per kv head for all q heads of the chunk (grouped-query

@@ -38,6 +38,15 @@ static_assert(CUBINRT_DTYPE_IS_FLOAT16(kKvDtype) || CUBINRT_DTYPE_IS_FP8(kKvDtyp
               "KV must be fp16, bf16, fp8_e4m3, fp8_e5m2 or nvfp4");
 constexpr bool kKvIsFp8 = CUBINRT_DTYPE_IS_FP8(kKvDtype);
 constexpr bool kKvIsNvfp4 = kKvDtype == CUBINRT_DTYPE_NVFP4;
+// NVFP4's V scales interleaved by 4 tokens (cubinrt::ScaleOrder::interleaved4): the
+// *_vsf_interleaved families' kernels. The order is a build-time choice because a run-time one
+// cost the head_dim 128 loop, at its register limit, 20 to 65 instructions a step (of 527).
+#ifdef CUBINRT_VSF_INTERLEAVED
+constexpr bool kVsfQuads = true;
+static_assert(kKvIsNvfp4, "the V-scale order is NVFP4's");
+#else
+constexpr bool kVsfQuads = false;
+#endif
 // FP8 and NVFP4 are widened to half for the tensor cores; 16-bit KV is used as stored.
 constexpr bool kKvWidened = kKvIsFp8 || kKvIsNvfp4;
 // Bytes of one storage element, the unit of the KV strides (NVFP4's storage is bytes of two codes),

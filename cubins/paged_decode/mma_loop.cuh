@@ -348,7 +348,27 @@ struct KvBases {
   const char* v;
   const uint8_t* ksf;
   const uint8_t* vsf;
+  int slice;  // the warp's quarter of the dims at head_dim 512, else 0
 };
+
+// V's scales interleaved by 4 tokens (kVsfQuads, docs/formats.md): the rows of a 4-token quad,
+// read as one array, hold block s of token t at byte 4 s + t % 4 instead of (t % 4) * (head_dim /
+// 16) + s. A quad never straddles a page or a step, and a step's scale rows are copied whole either
+// way, so only where a lane reads a scale changes (and, at head_dim 512, which row of the quad
+// holds a warp's quarter of the blocks: issue_step).
+static_assert(!kVsfQuads || (kStep % 4 == 0 && kPageSize % 4 == 0 && kSfRowBytes % 4 == 0), "whole quads and groups of 4 blocks");
+static_assert(!kVsfQuads || !kDimSplit || kStages > 0, "the dim-split loop reads interleaved scale rows through the ring");
+// Byte of block s of token row r among rows of `row_bytes` (a quad's rows in order: the ring's,
+// or, from global memory, the quad's first row's offset plus the returned row's).
+struct VsfPlace {
+  int row;
+  int col;
+};
+__device__ __forceinline__ VsfPlace vsf_place(int r, int s) {
+  if constexpr (!kVsfQuads) return {r, s};
+  const int k = 4 * s + (r & 3);  // in the quad's rows read as one array
+  return {(r & ~3) + k / kSfRowBytes, k % kSfRowBytes};
+}
 
 // Issues one warp step's K and V loads (and NVFP4's scales).
 __device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, const int32_t* pages, const KvBases& kv,
@@ -374,7 +394,19 @@ __device__ __forceinline__ void load_step(const CubinrtPagedDecodeParamsV6& p, c
 #pragma unroll
     for (int j = 0; j < kVLoads; ++j) {
       out.v[u][j] = __ldg(reinterpret_cast<const VRaw*>(kv.v + off + kv_dim_bytes((8 * j + g) * kVElems)));
-      if constexpr (kKvIsNvfp4) out.vsf[u][j] = load_scales<kVScales>(kv.vsf + sf_row(p, sp, t0, row), (8 * j + g) * kVElems / 16);
+      if constexpr (kKvIsNvfp4) {
+        const int s = (8 * j + g) * kVElems / 16;
+        if constexpr (!kVsfQuads) {
+          out.vsf[u][j] = load_scales<kVScales>(kv.vsf + sf_row(p, sp, t0, row), s);
+        } else {
+          out.vsf[u][j] = 0;
+#pragma unroll
+          for (int i = 0; i < kVScales; ++i) {
+            const VsfPlace at = vsf_place(row, s + i);
+            out.vsf[u][j] |= static_cast<uint32_t>(kv.vsf[sf_row(p, sp, t0, at.row) + at.col]) << (8 * i);
+          }
+        }
+      }
     }
   }
 }
@@ -431,7 +463,15 @@ __device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV6& p, 
       const int row = lane % kStep;
       const bool is_v = lane >= kStep;
       char* dst = reinterpret_cast<char*>(buf + 2 * kStepChunks + (is_v ? kSfChunks : 0)) + row * kSfRowBytes;
-      cp_async_row<kSfRowBytes>(dst, (is_v ? kv.vsf : kv.ksf) + sf_row(p, sp, t0, row));
+      const uint8_t* src = (is_v ? kv.vsf : kv.ksf) + sf_row(p, sp, t0, row);
+      // Interleaved, a warp's quarter of head_dim 512's 32 blocks is bytes 32 w to 32 w + 31 of each
+      // quad's array: all of the quad's row w, which the warp's 4 lanes of the quad copy in 4 parts,
+      // so that its staged quad reads as head_dim 128's does.
+      if constexpr (kVsfQuads && kDimSplit) {
+        static_assert(kWarps == 4, "a warp's blocks of a quad are one row of it");
+        if (is_v) src = kv.vsf - kv.slice * kSfRowBytes + sf_row(p, sp, t0, (row & ~3) + kv.slice) + (row & 3) * kSfRowBytes;
+      }
+      cp_async_row<kSfRowBytes>(dst, src);
     }
   }
 }
@@ -459,7 +499,15 @@ __device__ __forceinline__ void read_step(const uint4* buf, int g, int t, StepLo
 #pragma unroll
     for (int u = 0; u < kVTokens; ++u)
 #pragma unroll
-      for (int j = 0; j < kVLoads; ++j) out.vsf[u][j] = load_scales<kVScales>(vsf + v_token(u, t) * kSfRowBytes, (8 * j + g) * kVElems / 16);
+      for (int j = 0; j < kVLoads; ++j) {
+        const int r = v_token(u, t), s = (8 * j + g) * kVElems / 16;
+        if constexpr (!kVsfQuads) {
+          out.vsf[u][j] = load_scales<kVScales>(vsf + r * kSfRowBytes, s);
+        } else {  // the ring holds the quad's rows in order: its array is contiguous
+          const uint8_t* at = vsf + (r & ~3) * kSfRowBytes + 4 * s + (r & 3);
+          out.vsf[u][j] = kVScales == 2 ? at[0] | static_cast<uint32_t>(at[4]) << 8 : at[0];
+        }
+      }
   }
 }
 
@@ -712,7 +760,7 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV6& p, 
   const char* kbase = static_cast<const char*>(p.k_cache) + head;
   const char* vbase = static_cast<const char*>(p.v_cache) + head;
   const int64_t sf_head = kKvIsNvfp4 ? static_cast<int64_t>(w.kvh) * p.sf_stride_head + dim0(w) / 16 : 0;
-  const KvBases kv{kbase, vbase, kKvIsNvfp4 ? p.k_sf + sf_head : nullptr, kKvIsNvfp4 ? p.v_sf + sf_head : nullptr};
+  const KvBases kv{kbase, vbase, kKvIsNvfp4 ? p.k_sf + sf_head : nullptr, kKvIsNvfp4 ? p.v_sf + sf_head : nullptr, kDimSplit ? w.warp : 0};
   // Warps that split the tokens take every kWarps-th step; warps that split the dims, every step.
   constexpr int kStride = kDimSplit ? kStep : kWarps * kStep;
   const int first = w.t_begin + (kDimSplit ? 0 : w.warp * kStep);

@@ -205,6 +205,51 @@ TEST_F(Dispatch, Nvfp4TakesItsKernelAndItsScales) {
   EXPECT_EQ(p.sf_stride_token, 0);
 }
 
+// NVFP4 V scales in TensorRT-LLM's 4-token interleave take their own kernels: built for the SM100
+// family (a B200 here, plans of both group widths), refused on the H200 with the reason; a launch
+// whose descriptor says another order than the plan, or a cache that is not NVFP4, is refused.
+TEST_F(Dispatch, Nvfp4InterleavedVScalesTakeTheirKernels) {
+  RuntimeOptions o;
+  o.driver = make_fake_driver({b200()});
+  o.bundle = std::make_shared<const Bundle>(*Bundle::embedded());
+  o.lazy = true;
+  auto b200_rt = Runtime::create(o);
+  CUBINRT_ASSERT_OK(b200_rt);
+  ASSERT_TRUE((*b200_rt)->bind_context().has_value());
+  shape.kv_declared = Dtype::nvfp4;
+  shape.v_sf_order = ScaleOrder::interleaved4;
+  auto plan = DecodePlan::create(**b200_rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->kernel().entry->id, "paged_decode_vsf_interleaved.sm_100a.hd128.bf16.nvfp4.p16");
+  DecodeShape wide = shape;
+  wide.num_q_heads = 8 * 16;  // a group of 16
+  auto wide_plan = DecodePlan::create(**b200_rt, wide);
+  CUBINRT_ASSERT_OK(wide_plan);
+  EXPECT_EQ(wide_plan->kernel().entry->id, "paged_decode_g16_vsf_interleaved.sm_100a.hd128.bf16.nvfp4.p16");
+  alignas(16) std::byte ksf[64], vsf[64];
+  DecodeArgs a = args(*plan);
+  a.kv.k_sf = ksf;
+  a.kv.v_sf = vsf;
+  EXPECT_EQ(plan->launch(a, nullptr).error().message,
+            "paged decode launch: the KV descriptor's v_sf_order is not the plan's (the order of V's scales picks the kernel)");
+  a.kv.v_sf_order = ScaleOrder::interleaved4;
+  CUBINRT_ASSERT_OK(plan->launch(a, nullptr));
+  ASSERT_EQ(fake_state().launches.size(), 1u);
+  EXPECT_EQ(fake_state().launches[0].kernel, "cubinrt_paged_decode_vsfi_hd128_bf16_nvfp4_p16");
+
+  auto on_h200 = DecodePlan::create(*rt, shape);
+  ASSERT_FALSE(on_h200);
+  EXPECT_EQ(on_h200.error().code, Errc::unsupported);
+  EXPECT_EQ(on_h200.error().message,
+            "NVIDIA H200 (sm_90) cannot run paged_decode_vsf_interleaved head_dim=128 q_dtype=bf16 kv_dtype=nvfp4 page_size=16: the "
+            "paged_decode_vsf_interleaved family is built for sm_100a and sm_103a only; use an SM100 (Blackwell) GPU");
+  shape.kv_declared = Dtype::fp8_e4m3;
+  EXPECT_EQ(DecodePlan::create(*rt, shape).error().message,
+            "paged decode: v_sf_order interleaved4 orders NVFP4's V block scales, and this cache is not NVFP4");
+  shape.v_sf_order = static_cast<ScaleOrder>(7);
+  EXPECT_EQ(DecodePlan::create(*rt, shape).error().message, "paged decode: v_sf_order 7 is not a scale order (0 linear, 1 interleaved4)");
+}
+
 TEST_F(Dispatch, BadShapesAreRefusedAtPlan) {
   auto s = shape;
   s.num_q_heads = 30;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/encodings.hpp"
+#include "common/kv_strides.hpp"
 #include "cubinrt/kv_append.hpp"
 #include "families/kv_append/kv_append_abi.h"
 #include "families/kv_append/reference.hpp"
@@ -74,6 +75,52 @@ TEST(KvAppendReference, Nvfp4BlockByHand) {
   EXPECT_EQ(c.k_sf[0], 0xa5);
 }
 
+// Where TensorRT-LLM's SM100 order puts block s of token t (docs/formats.md): the rows of t's quad,
+// read as one array, hold it at byte 4 s + t % 4. By hand, for 8 blocks a row (head_dim 128).
+TEST(KvAppendReference, InterleavedScalePlacesByHand) {
+  using Place = std::pair<int64_t, int64_t>;  // (row, byte)
+  const auto place = [](int64_t t, int64_t s) {
+    const ScalePlace p = scale_place(ScaleOrder::interleaved4, t, s, 8);
+    return Place{p.row, p.col};
+  };
+  EXPECT_EQ(place(0, 0), Place(0, 0));
+  EXPECT_EQ(place(1, 0), Place(0, 1));  // the quad's 4 tokens of block 0 side by side
+  EXPECT_EQ(place(3, 1), Place(0, 7));
+  EXPECT_EQ(place(0, 2), Place(1, 0));  // array byte 8: the quad's second row
+  EXPECT_EQ(place(2, 7), Place(3, 6));  // byte 30
+  EXPECT_EQ(place(5, 7), Place(7, 5));  // quad 1: rows 4-7, byte 29
+  EXPECT_EQ(scale_place(ScaleOrder::linear, 5, 7, 8).row, 5);
+  EXPECT_EQ(scale_place(ScaleOrder::linear, 5, 7, 8).col, 7);
+}
+
+// An interleaved append writes the same codes and K scales, and each V scale at its interleaved
+// place: the linear append's V scales, moved.
+TEST(KvAppendReference, InterleavedVScalesAreTheLinearOnesMoved) {
+  Problem p = kv_append::make_problem(Dtype::bf16, Dtype::nvfp4, 40, 3);
+  HostCache linear{std::vector<uint8_t>(kv_append::cache_bytes(p)), std::vector<uint8_t>(kv_append::cache_bytes(p)),
+                   std::vector<uint8_t>(kv_append::sf_bytes(p)), std::vector<uint8_t>(kv_append::sf_bytes(p))};
+  HostCache quads = linear;
+  kv_append::append(p, linear);
+  p.v_sf_order = ScaleOrder::interleaved4;
+  kv_append::append(p, quads);
+  EXPECT_EQ(quads.k, linear.k);
+  EXPECT_EQ(quads.v, linear.v);
+  EXPECT_EQ(quads.k_sf, linear.k_sf);
+  EXPECT_NE(quads.v_sf, linear.v_sf);
+  const int64_t S = p.head_dim / 16;
+  std::vector<uint8_t> moved(linear.v_sf.size());
+  for (int64_t page = 0; page < p.num_pages; ++page)
+    for (int64_t h = 0; h < p.num_kv_heads; ++h)
+      for (int64_t t = 0; t < p.page_size; ++t)
+        for (int64_t b = 0; b < S; ++b) {
+          // The quad's rows as one array: (t / 4) * 4 * S + 4 b + t % 4, then back to (row, byte).
+          const int64_t at = (t / 4) * 4 * S + 4 * b + t % 4;
+          const auto sf = [&](int64_t row, int64_t col) { return page * p.sf_strides.page + row * p.sf_strides.token + h * p.sf_strides.head + col; };
+          moved[sf(at / S, at % S)] = linear.v_sf[sf(t, b)];
+        }
+  EXPECT_EQ(quads.v_sf, moved);
+}
+
 class KvAppendDispatch : public ::testing::Test {
  protected:
   std::unique_ptr<Runtime> rt;
@@ -123,8 +170,8 @@ TEST_F(KvAppendDispatch, LaunchHandsTheDriverTheAbiStruct) {
   EXPECT_EQ(r.kernel, "cubinrt_kv_append_bf16_nvfp4");
   EXPECT_EQ(r.config.blockDimX, static_cast<unsigned>(CUBINRT_KV_APPEND_THREADS));
   EXPECT_EQ(r.config.gridDimX, 1u);  // 8 tokens x 2 heads x 4 chunks = 64 threads, each a K and a V chunk
-  ASSERT_EQ(r.params.size(), offsetof(CubinrtKvAppendParamsV1, page_size) + sizeof(int32_t));
-  CubinrtKvAppendParamsV1 p{};
+  ASSERT_EQ(r.params.size(), offsetof(CubinrtKvAppendParamsV2, v_sf_order) + sizeof(int32_t));
+  CubinrtKvAppendParamsV2 p{};
   std::memcpy(&p, r.params.data(), r.params.size());
   EXPECT_EQ(p.k_cache, kc);
   EXPECT_EQ(p.v_sf, reinterpret_cast<uint8_t*>(vsf));
@@ -142,6 +189,7 @@ TEST_F(KvAppendDispatch, LaunchHandsTheDriverTheAbiStruct) {
   EXPECT_FLOAT_EQ(p.v_scale, 0.25f);
   EXPECT_EQ(p.num_tokens, 8);
   EXPECT_EQ(p.head_dim, 64);
+  EXPECT_EQ(p.v_sf_order, CUBINRT_SCALE_ORDER_LINEAR);
   // The sm_90 writer waits for the kernel before it, so its launch may overlap that kernel.
   EXPECT_TRUE(plan->overlaps_previous_kernel());
   ASSERT_NE(r.attr(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION), nullptr);
@@ -192,6 +240,24 @@ TEST_F(KvAppendDispatch, BadCachesAndArgumentsAreRefusedBeforeLaunch) {
   a = args(nv);
   a.cache.v_strides = {16 * 2 * 32, 32, 16 * 32};  // HND strides for V, NHD for K
   EXPECT_NE(plan->launch(a, nullptr).error().message.find("differ from V's"), std::string::npos);
+  // V scales interleaved by 4 tokens need whole quads in a page and whole groups of 4 blocks a row.
+  KvAppendShape odd_pages = nv;
+  odd_pages.page_size = 6;
+  auto odd = KvAppendPlan::create(*rt, odd_pages);
+  CUBINRT_ASSERT_OK(odd);
+  a = args(odd_pages);
+  a.cache.page_size = 6;
+  a.cache.v_sf_order = ScaleOrder::interleaved4;
+  EXPECT_EQ(odd->launch(a, nullptr).error().message,
+            "kv_append launch: v_sf_order interleaved4 keeps 4 tokens' scales together, so it needs a page size that is a multiple of 4, not 6");
+  KvAppendShape narrow = nv;
+  narrow.head_dim = 48;
+  auto small = KvAppendPlan::create(*rt, narrow);
+  CUBINRT_ASSERT_OK(small);
+  a = args(narrow);
+  a.cache.v_sf_order = ScaleOrder::interleaved4;
+  EXPECT_EQ(small->launch(a, nullptr).error().message,
+            "kv_append launch: v_sf_order interleaved4 needs a head_dim that is a multiple of 64 (rows of whole groups of 4 scales), not 48");
   EXPECT_TRUE(fake_state().launches.empty());
 }
 

@@ -79,5 +79,33 @@ TEST(Reference, ProblemsAreRandomNotZero) {
   EXPECT_EQ(p.block_table[8 + 1], -1);  // past the second sequence's one page
 }
 
+// An NVFP4 problem whose V scales are reordered into TensorRT-LLM's 4-token interleave is the same
+// cache: solve reads the scales back in that order (bit for bit the same answer), and reading them
+// as if linear gives another answer, so the order is what a kernel must follow.
+TEST(Reference, InterleavedVScalesAreTheSameCache) {
+  for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd}) {
+    DecodeShape s{.batch = 2, .num_q_heads = 8, .num_kv_heads = 2, .head_dim = 128, .q_dtype = Dtype::bf16, .page_size = 16,
+                  .layout = layout, .block_table_stride = 4};
+    const ref::Problem linear = ref::make_problem(s, Dtype::nvfp4, {50, 13}, 5);
+    ref::Problem quads = linear;
+    ref::reorder_v_scales(quads, ScaleOrder::interleaved4);
+    EXPECT_NE(quads.v_sf, linear.v_sf);
+    EXPECT_EQ(quads.k_sf, linear.k_sf);
+    // Block 1 of token 0 of each page and head moves to byte 4 of its row; token 1's block 0 to byte 1.
+    const size_t S = 8, row0 = layout == KvLayout::nhd ? 2 * S : S;  // token 1's row in page 0, head 0
+    EXPECT_EQ(quads.v_sf[4], linear.v_sf[1]);
+    EXPECT_EQ(quads.v_sf[1], linear.v_sf[row0]);
+    const ref::Answer want = ref::solve(linear, Dtype::nvfp4), got = ref::solve(quads, Dtype::nvfp4);
+    EXPECT_EQ(got.out, want.out);
+    EXPECT_EQ(got.lse, want.lse);
+    ref::Problem misread = quads;
+    misread.shape.v_sf_order = ScaleOrder::linear;
+    const std::vector<double> wrong = ref::solve(misread, Dtype::nvfp4).out;
+    EXPECT_GT(ref::rel_l2(std::vector<float>(wrong.begin(), wrong.end()), want.out), 0.1);
+    ref::reorder_v_scales(quads, ScaleOrder::linear);
+    EXPECT_EQ(quads.v_sf, linear.v_sf);
+  }
+}
+
 }  // namespace
 }  // namespace cubinrt::test

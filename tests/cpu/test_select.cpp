@@ -93,9 +93,13 @@ TEST(ExplainUnavailable, DefaultBundleSentences) {
             "NVIDIA H200 (sm_90) cannot run paged_decode head_dim=128 q_dtype=bf16 kv_dtype=bf16 page_size=128: the bundle builds head_dim=128 "
             "for sm_100a, sm_103a, sm_120, sm_80, sm_89 and sm_90 but not with q_dtype=bf16 kv_dtype=bf16 page_size=128");
   EXPECT_EQ(explain_unavailable(m, "Tesla V100", A("sm_70"), decode_key(128, Dtype::bf16, Dtype::bf16, 16)),
-            "Tesla V100 (sm_70) cannot run paged_decode head_dim=128 q_dtype=bf16 kv_dtype=bf16 page_size=16: head_dim=128 is built for "
-            "sm_100a, sm_103a, sm_120, sm_80, sm_89 and sm_90 only; use an SM100 (Blackwell), SM120 (Blackwell GeForce/RTX), "
+            "Tesla V100 (sm_70) cannot run paged_decode head_dim=128 q_dtype=bf16 kv_dtype=bf16 page_size=16: the paged_decode family is "
+            "built for sm_100a, sm_103a, sm_120, sm_80, sm_89 and sm_90 only; use an SM100 (Blackwell), SM120 (Blackwell GeForce/RTX), "
             "SM80 (Ampere/Ada) or SM90 (Hopper) GPU");
+  // A family only SM100 builds (NVFP4 with interleaved V scales) is refused on the H200 as a family.
+  EXPECT_EQ(explain_unavailable(m, "NVIDIA H200", A("sm_90"), decode_vsf_interleaved_key(128, Dtype::bf16, 16)),
+            "NVIDIA H200 (sm_90) cannot run paged_decode_vsf_interleaved head_dim=128 q_dtype=bf16 kv_dtype=nvfp4 page_size=16: the "
+            "paged_decode_vsf_interleaved family is built for sm_100a and sm_103a only; use an SM100 (Blackwell) GPU");
 }
 
 }  // namespace

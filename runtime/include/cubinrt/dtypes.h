@@ -16,6 +16,12 @@
 #define CUBINRT_DTYPE_NVFP4 5    /* E2M1, two a byte, with E4M3 scales per 16 elements */
 #define CUBINRT_DTYPE_UINT8 6    /* raw bytes: storage only, the logical dtype is declared */
 
+/* The orders of NVFP4's block scales within a page and kv head (cubinrt::ScaleOrder, formats.md):
+ * the scale of block s of token t is byte s of row t (LINEAR), or, the rows of t's 4-token quad
+ * read as one array, byte 4 * s + t % 4 of it (INTERLEAVED4: TensorRT-LLM's V scales on SM100). */
+#define CUBINRT_SCALE_ORDER_LINEAR 0
+#define CUBINRT_SCALE_ORDER_INTERLEAVED4 1
+
 /* X(name, CODE, bits per element, kind): the table, in code order. */
 #define CUBINRT_DTYPE_KIND_FLOAT16 1 /* 16-bit float: q, out and 16-bit KV */
 #define CUBINRT_DTYPE_KIND_FP8 2     /* an FP8 encoding: KV, held in uint8 storage */

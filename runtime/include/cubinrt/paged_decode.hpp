@@ -22,6 +22,18 @@ enum class KvLayout : uint8_t {
   hnd,  // [num_pages, num_kv_heads, page_size, head_dim]  (FlashInfer "HND", TensorRT-LLM)
 };
 
+// The order of NVFP4's V block scales within each page and kv head (docs/formats.md). K's are
+// always linear.
+//   linear        token t's row holds its head_dim / 16 scales in dim order: FlashInfer's, vLLM's
+//                 below SM100, and what kv_append writes unless told otherwise.
+//   interleaved4  TensorRT-LLM's order for its SM100 kernels, which vLLM also writes on SM10x:
+//                 a page's rows of one kv head, read as one array of page_size * head_dim / 16
+//                 bytes (row after row, each row through the strides), hold the scale of block s
+//                 of token t at (t / 4) * 4 * (head_dim / 16) + 4 * s + t % 4, so each block's
+//                 scales of 4 consecutive tokens sit side by side. Needs a page size that is a
+//                 multiple of 4 and a head_dim that is a multiple of 64 (as vLLM and FlashInfer do).
+enum class ScaleOrder : uint8_t { linear, interleaved4 };
+
 // Strides are in elements, as in DLPack and torch (the innermost, head_dim, stride is always 1).
 // A tensor whose strides are all zero takes its contiguous layout. A dimension of extent 1 may
 // have any stride (it is never stepped over).
@@ -58,6 +70,7 @@ struct KvCacheDesc {
   // v_scale). For NVFP4 the K and V strides above count bytes (a row is head_dim / 2 of them).
   const void* v_sf = nullptr;
   KvStrides sf_strides;
+  ScaleOrder v_sf_order = ScaleOrder::linear;  // NVFP4: how V's scales are ordered (K's are linear)
 };
 
 // How the blocks of a split KV range combine their parts. workspace: the last split to finish
@@ -83,6 +96,10 @@ struct DecodeShape {
   int num_splits = 0;               // 0: chosen from the device; else forced (tests, benchmarks)
   SplitMerge merge = SplitMerge::choose;  // choose: the plan's pick (workspace when num_splits is forced)
   LaunchOverlap overlap = LaunchOverlap::allow;  // with the kernel before it on the stream (types.hpp)
+  // NVFP4: the order of V's block scales, which picks the kernels (interleaved4's are built for the
+  // SM100 family, where TensorRT-LLM's and vLLM's writers interleave them); the launch's
+  // KvCacheDesc::v_sf_order must be the same.
+  ScaleOrder v_sf_order = ScaleOrder::linear;
 };
 
 // Alignment the kernels' vector accesses need (checked at launch, naming the tensor and stride):
@@ -111,6 +128,9 @@ KernelKey decode_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint32_t 
 // reads each KV page once); without them it takes the group in chunks of 8. They load on the
 // first such plan, or at init when named in RuntimeOptions::required (or nothing is named).
 KernelKey decode_g16_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint32_t page_size);
+// The same two for NVFP4 caches whose V scales are interleaved by 4 tokens (ScaleOrder):
+// families "paged_decode_vsf_interleaved" and "paged_decode_g16_vsf_interleaved", kv_dtype nvfp4.
+KernelKey decode_vsf_interleaved_key(uint32_t head_dim, Dtype q_dtype, uint32_t page_size, bool sixteen_heads = false);
 
 // The decode kernels an engine needs: the cross product of the listed values.
 struct DecodeRequirements {

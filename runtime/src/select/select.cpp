@@ -108,11 +108,12 @@ std::string explain_unavailable(const Manifest& manifest, std::string_view devic
   if (key.axes.empty()) return fmt::format("{} ({}) cannot run {}: the key names no axes", device_name, Arch::from_sm(device.sm()).str(), key.family);
   const std::string primary = key.axes.empty() ? std::string() : key.axes.front().first;
   const std::string asked_primary = key.axes.empty() ? std::string() : key.axes.front().second;
-  std::set<std::string> archs_for_key, archs_for_primary;
+  std::set<std::string> archs_for_key, archs_for_primary, archs_for_family;
   std::set<uint32_t> majors;
   std::set<std::string, ValueLess> primary_here;
   for (const ManifestEntry& e : manifest.entries) {
     if (e.key.family != key.family) continue;
+    archs_for_family.insert(e.arch.str());
     if (e.key == key) archs_for_key.insert(e.arch.str()), majors.insert(e.arch.major);
     if (e.key.axis(primary) == asked_primary) archs_for_primary.insert(e.arch.str());
     if (arch_match(e.arch, device) != ArchMatch::none) primary_here.insert(std::string(e.key.axis(primary)));
@@ -141,7 +142,10 @@ std::string explain_unavailable(const Manifest& manifest, std::string_view devic
   }
   std::set<std::string> families;
   for (uint32_t m : majors) families.insert(arch_family_name(m));
-  const std::string offers = archs_for_key == archs_for_primary
+  // A family none of whose kernels this device runs is the family's limit, not the size class's.
+  const std::string offers = primary_here.empty() && archs_for_key == archs_for_family
+                                 ? fmt::format("the {} family is built for {} only", key.family, list(archs_for_family))
+                             : archs_for_key == archs_for_primary
                                  ? fmt::format("{}={} is built for {} only", primary, asked_primary, list(archs_for_key))
                                  : fmt::format("this kernel is built for {} only", list(archs_for_key));
   return fmt::format("{}: {}; use an {} GPU{}", head, offers, list(families, "or"), advice.empty() ? "" : " or " + advice);

@@ -10,10 +10,10 @@ namespace cubinrt {
 namespace kv_append {
 
 #define CUBINRT_ABI_FIELD_(type, name) \
-  AbiField{#name, static_cast<uint32_t>(offsetof(CubinrtKvAppendParamsV1, name)), static_cast<uint32_t>(sizeof(CubinrtKvAppendParamsV1::name))},
+  AbiField{#name, static_cast<uint32_t>(offsetof(CubinrtKvAppendParamsV2, name)), static_cast<uint32_t>(sizeof(CubinrtKvAppendParamsV2::name))},
 const AbiLayout& abi_v1() {
-  static const AbiLayout abi = make_abi_layout(CUBINRT_KV_APPEND_ABI_NAME, CUBINRT_KV_APPEND_ABI_VERSION, sizeof(CubinrtKvAppendParamsV1),
-                                               {CUBINRT_KV_APPEND_V1_FIELDS(CUBINRT_ABI_FIELD_)}, CUBINRT_KV_APPEND_THREADS);
+  static const AbiLayout abi = make_abi_layout(CUBINRT_KV_APPEND_ABI_NAME, CUBINRT_KV_APPEND_ABI_VERSION, sizeof(CubinrtKvAppendParamsV2),
+                                               {CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_ABI_FIELD_)}, CUBINRT_KV_APPEND_THREADS);
   return abi;
 }
 #undef CUBINRT_ABI_FIELD_

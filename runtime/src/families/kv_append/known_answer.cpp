@@ -58,6 +58,7 @@ Result<HostCache> run_on_device(const Runtime& runtime, const Problem& p) {
     a.cache.k_sf = dev(ks_at);
     a.cache.v_sf = dev(vs_at);
     a.cache.sf_strides = p.sf_strides;
+    a.cache.v_sf_order = p.v_sf_order;
   }
   CUBINRT_TRY(plan.launch(a, nullptr));
   CUBINRT_TRY(d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "after a kv_append launch"));

@@ -1,5 +1,5 @@
-// The parameter ABI of the kv_append kernels, version 1: new K and V tokens written into a paged
-// cache, converted or quantized to its dtype. One X-macro list makes the host struct and the
+// The parameter ABI of the kv_append kernels, version 2: new K and V tokens written into a paged
+// cache, converted or quantized to its dtype. Version 2 appends the order of NVFP4's V scales. One X-macro list makes the host struct and the
 // kernel's parameter list, as for every family; the loader checks it against the cubin and the
 // driver. Plain C types only (nvcc and g++ both compile it).
 //
@@ -8,18 +8,18 @@
 // of K and the same chunk of V (num_tokens * num_kv_heads * head_dim / 16 items); for a 16-bit
 // cache one chunk of K or of V (twice as many). Fewer than 2^31 chunks a launch (the plan refuses
 // more). head_dim is a multiple of 16 (an NVFP4 scale block).
-#ifndef CUBINRT_ABI_KV_APPEND_V1_H
-#define CUBINRT_ABI_KV_APPEND_V1_H
+#ifndef CUBINRT_ABI_KV_APPEND_V2_H
+#define CUBINRT_ABI_KV_APPEND_V2_H
 
 #include <stdint.h>
 
 #define CUBINRT_KV_APPEND_ABI_NAME "KvAppendParams"
-#define CUBINRT_KV_APPEND_ABI_VERSION 1
+#define CUBINRT_KV_APPEND_ABI_VERSION 2
 #define CUBINRT_KV_APPEND_THREADS 256
 #define CUBINRT_KV_APPEND_CHUNK 16  // elements a thread takes: one NVFP4 scale block
 
 // X(type, name). Order is the ABI; append only, and bump the version when it changes.
-#define CUBINRT_KV_APPEND_V1_FIELDS(X)                                                              \
+#define CUBINRT_KV_APPEND_V2_FIELDS(X)                                                              \
   X(const void*, k_in)          /* [num_tokens, num_kv_heads, head_dim], the input dtype */        \
   X(const void*, v_in)                                                                              \
   X(const int64_t*, slots)      /* [num_tokens]: page * page_size + offset; negative: skipped */    \
@@ -43,12 +43,13 @@
   X(int32_t, num_tokens)                                                                            \
   X(int32_t, num_kv_heads)                                                                          \
   X(int32_t, head_dim)                                                                              \
-  X(int32_t, page_size)
+  X(int32_t, page_size)                                                                             \
+  X(int32_t, v_sf_order)        /* version 2, NVFP4 only: V's CUBINRT_SCALE_ORDER_* (dtypes.h) */
 
 #define CUBINRT_ABI_FIELD_DECL_(type, name) type name;
-typedef struct CubinrtKvAppendParamsV1 {
-  CUBINRT_KV_APPEND_V1_FIELDS(CUBINRT_ABI_FIELD_DECL_)
-} CubinrtKvAppendParamsV1;
+typedef struct CubinrtKvAppendParamsV2 {
+  CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_ABI_FIELD_DECL_)
+} CubinrtKvAppendParamsV2;
 #undef CUBINRT_ABI_FIELD_DECL_
 
 #endif

@@ -95,6 +95,7 @@ Status KvAppendPlan::launch(const KvAppendArgs& a, CUstream_st* stream) const {
     return bad(fmt::format("cache.k_scale {} and cache.v_scale {} must be positive and finite for a {} cache", c.k_scale, c.v_scale,
                            dtype_name(cache_dtype_)));
   if (nvfp4 && (!c.k_sf || !c.v_sf)) return bad("an nvfp4 cache needs its block scales: cache.k_sf and cache.v_sf");
+  CUBINRT_TRY(check_scale_order(kLaunch, c.v_sf_order, nvfp4, s.page_size, s.head_dim));
 
   const int64_t H = s.num_kv_heads, D = s.head_dim, P = s.page_size, T = a.num_tokens, pages = c.num_pages;
   const int64_t in_bytes = 2, store_bytes = nvfp4 || fp8 ? 1 : 2, row = nvfp4 ? D / 2 : D, sf_row = D / CUBINRT_KV_APPEND_CHUNK;
@@ -121,7 +122,7 @@ Status KvAppendPlan::launch(const KvAppendArgs& a, CUstream_st* stream) const {
                                   {nvfp4 ? c.k_sf : nullptr, "cache.k_sf"}, {nvfp4 ? c.v_sf : nullptr, "cache.v_sf"}};
   ContextGuard on_device = CUBINRT_TRY(enter_launch_target(*runtime_, stream, tensors, kLaunch));
 
-  CubinrtKvAppendParamsV1 p{};
+  CubinrtKvAppendParamsV2 p{};
   p.k_in = a.k;
   p.v_in = a.v;
   p.slots = a.slots;
@@ -146,6 +147,7 @@ Status KvAppendPlan::launch(const KvAppendArgs& a, CUstream_st* stream) const {
   p.num_kv_heads = static_cast<int32_t>(H);
   p.head_dim = static_cast<int32_t>(D);
   p.page_size = static_cast<int32_t>(P);
+  p.v_sf_order = nvfp4 && c.v_sf_order == ScaleOrder::interleaved4 ? CUBINRT_SCALE_ORDER_INTERLEAVED4 : CUBINRT_SCALE_ORDER_LINEAR;
 
   size_t size = param_bytes_;
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &p, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/encodings.hpp"
+#include "common/kv_strides.hpp"
 
 namespace cubinrt::kv_append {
 
@@ -64,7 +65,8 @@ void append(const Problem& p, HostCache& cache) {
               const uint8_t lo = denom != 0.f ? encode_e2m1(x32[i] * inv) : 0, hi = denom != 0.f ? encode_e2m1(x32[i + 1] * inv) : 0;
               out[at + j * (kChunk / 2) + i / 2] = static_cast<uint8_t>(lo | (hi << 4));
             }
-            (side ? cache.v_sf : cache.k_sf)[page * p.sf_strides.page + offset * p.sf_strides.token + h * p.sf_strides.head + j] = sf;
+            const ScalePlace at_sf = scale_place(side ? p.v_sf_order : ScaleOrder::linear, offset, j, D / kChunk);
+            (side ? cache.v_sf : cache.k_sf)[page * p.sf_strides.page + at_sf.row * p.sf_strides.token + h * p.sf_strides.head + at_sf.col] = sf;
           }
         }
       }

@@ -25,6 +25,7 @@ struct Problem {
   float k_scale = 1.f, v_scale = 1.f;
   KvStrides cache_strides;                   // storage elements
   KvStrides sf_strides;                      // bytes
+  ScaleOrder v_sf_order = ScaleOrder::linear;  // NVFP4: where V's scales go (K's are linear)
   int num_tokens() const { return static_cast<int>(slots.size()); }
 };
 

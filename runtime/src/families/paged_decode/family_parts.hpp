@@ -1,6 +1,7 @@
 // The paged decode families' shared face to the core: paged_decode (8 q heads a block) and
-// paged_decode_g16 (16, runtime/src/families/paged_decode_g16) differ only in their name; their
-// axes, parameter ABI, plan and known answer are one (paged_decode_abi.h says why two).
+// paged_decode_g16 (16, runtime/src/families/paged_decode_g16), and their twins for NVFP4's
+// interleaved V scales, differ only in their name; their axes, parameter ABI, plan and known answer
+// are one (paged_decode_abi.h says why 16 heads are a family of their own, common.cuh why the order).
 #pragma once
 
 #include <string_view>
@@ -11,6 +12,11 @@ namespace cubinrt::paged_decode {
 
 inline constexpr std::string_view kFamily = "paged_decode";
 inline constexpr std::string_view kG16Family = "paged_decode_g16";
+// The same two for NVFP4 caches whose V scales are interleaved by 4 tokens (ScaleOrder).
+inline constexpr std::string_view kVsfInterleavedFamily = "paged_decode_vsf_interleaved";
+inline constexpr std::string_view kG16VsfInterleavedFamily = "paged_decode_g16_vsf_interleaved";
+inline bool is_g16_family(std::string_view f) { return f == kG16Family || f == kG16VsfInterleavedFamily; }
+inline bool is_vsf_interleaved_family(std::string_view f) { return f == kVsfInterleavedFamily || f == kG16VsfInterleavedFamily; }
 
 const AbiLayout& abi_v6();
 

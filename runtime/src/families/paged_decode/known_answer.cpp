@@ -92,6 +92,7 @@ Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const st
     a.kv.v_scale = p.v_scale;
     a.kv.k_sf = p.k_sf.empty() ? nullptr : dev(pl.k_sf);
     a.kv.v_sf = p.v_sf.empty() ? nullptr : dev(pl.v_sf);
+    a.kv.v_sf_order = s.v_sf_order;
     a.kv.layout = s.layout;
     a.kv.page_size = s.page_size;
     a.kv.num_kv_heads = s.num_kv_heads;
@@ -132,20 +133,22 @@ namespace {
 // Small enough for the host reference to take well under a millisecond, large enough to cross
 // pages, group q heads and split the KV range: 2 sequences of ragged lengths. The group is 4 q
 // heads per kv head, or 12 for a 16-head kernel (over 8, so the plan takes that kernel, and with
-// both rows of its q.K tile in use, the second one partly).
+// both rows of its q.K tile in use, the second one partly); V's scales are in the family's order.
 Result<ref::Problem> known_answer_problem(const KernelKey& key) {
   const auto head_dim = CUBINRT_TRY(axis_number(key, "head_dim"));
   const auto page_size = CUBINRT_TRY(axis_number(key, "page_size"));
   DecodeShape s;
   s.batch = 2;
-  s.num_q_heads = key.family == kG16Family ? 12 : 4;
+  s.num_q_heads = is_g16_family(key.family) ? 12 : 4;
   s.num_kv_heads = 1;
   s.head_dim = head_dim;
   s.q_dtype = CUBINRT_TRY(parse_dtype(key.axis("q_dtype")));
   s.page_size = page_size;
   s.block_table_stride = 3;
   const auto long_len = static_cast<int32_t>(2 * page_size + 5), short_len = 7;
-  return ref::make_problem(s, CUBINRT_TRY(parse_dtype(key.axis("kv_dtype"))), {long_len, short_len}, 0x5e1fc4ec + head_dim * 131 + page_size);
+  ref::Problem p = ref::make_problem(s, CUBINRT_TRY(parse_dtype(key.axis("kv_dtype"))), {long_len, short_len}, 0x5e1fc4ec + head_dim * 131 + page_size);
+  if (is_vsf_interleaved_family(key.family)) ref::reorder_v_scales(p, ScaleOrder::interleaved4);
+  return p;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/kv_strides.hpp"
 #include "common/try.hpp"
 #include "cubinrt/paged_decode.hpp"
 #include "driver/driver.hpp"
@@ -60,6 +61,9 @@ KernelKey decode_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint32_t 
 KernelKey decode_g16_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint32_t page_size) {
   return key_in(kG16Family, head_dim, q_dtype, kv_dtype, page_size);
 }
+KernelKey decode_vsf_interleaved_key(uint32_t head_dim, Dtype q_dtype, uint32_t page_size, bool sixteen_heads) {
+  return key_in(sixteen_heads ? kG16VsfInterleavedFamily : kVsfInterleavedFamily, head_dim, q_dtype, Dtype::nvfp4, page_size);
+}
 
 std::vector<KernelKey> DecodeRequirements::keys() const {
   std::vector<KernelKey> out;
@@ -100,15 +104,20 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
   plan.runtime_ = &runtime;
   plan.shape_ = s;
   plan.kv_dtype_ = CUBINRT_TRY(resolve_kv_dtype(s.q_dtype, s.kv_storage, s.kv_declared));
+  const bool nvfp4 = plan.kv_dtype_ == Dtype::nvfp4;
+  CUBINRT_TRY(check_scale_order("paged decode", s.v_sf_order, nvfp4, s.page_size, s.head_dim));
+  const bool quads = nvfp4 && s.v_sf_order == ScaleOrder::interleaved4;
   const int group = static_cast<int>(s.num_q_heads / s.num_kv_heads);
   // A group over 8 takes the 16-head kernels where this bundle has one for this device; their
   // absence is no error (the 8-head kernels take such a group in chunks), a failed load is.
-  const KernelKey wide = decode_g16_key(s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size);
+  const KernelKey wide = quads ? decode_vsf_interleaved_key(s.head_dim, s.q_dtype, s.page_size, true)
+                               : decode_g16_key(s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size);
   if (group > CUBINRT_PAGED_DECODE_HEADS && runtime.selected(wide) != nullptr) {
     plan.kernel_ = CUBINRT_TRY(runtime.kernel(wide));
     plan.heads_per_block_ = CUBINRT_PAGED_DECODE_G16_HEADS;
   } else {
-    plan.kernel_ = CUBINRT_TRY(runtime.kernel(decode_key(s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size)));
+    plan.kernel_ = CUBINRT_TRY(runtime.kernel(quads ? decode_vsf_interleaved_key(s.head_dim, s.q_dtype, s.page_size)
+                                                    : decode_key(s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size)));
     plan.heads_per_block_ = CUBINRT_PAGED_DECODE_HEADS;
   }
   plan.overlap_ = takes_overlap(s.overlap, *plan.kernel_);
@@ -178,6 +187,8 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
     return bad(fmt::format("the KV descriptor (page_size {}, {} kv heads) is not the plan's (page_size {}, {} kv heads) or its layout differs",
                            a.kv.page_size, a.kv.num_kv_heads, s.page_size, s.num_kv_heads));
   if (a.kv.num_pages <= 0) return bad("kv.num_pages must be positive");
+  if (a.kv.v_sf_order != s.v_sf_order)
+    return bad("the KV descriptor's v_sf_order is not the plan's (the order of V's scales picks the kernel)");
   const ViewStrides strides = CUBINRT_TRY(resolve_views(s, kv_dtype_, a));
   if (num_splits_ > 1 && merge_ == SplitMerge::workspace && (a.workspace == nullptr || a.workspace_bytes < workspace_bytes_ || !aligned(a.workspace, 16)))
     return bad(fmt::format("this plan splits the KV range {} ways and needs a 16-byte aligned workspace of {} bytes ({} given)", num_splits_,

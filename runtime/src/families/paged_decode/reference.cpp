@@ -5,6 +5,7 @@
 #include <numeric>
 #include <random>
 
+#include "common/kv_strides.hpp"
 #include "families/paged_decode/reference.hpp"
 
 namespace cubinrt::ref {
@@ -116,6 +117,36 @@ Problem make_problem(const DecodeShape& s, Dtype kv_dtype, std::vector<int32_t> 
   return p;
 }
 
+namespace {
+// Index of the first scale of (page, token, kv head) in a problem's scale rows (contiguous in its layout).
+size_t sf_row(const DecodeShape& s, int64_t page, int64_t tok, int64_t h) {
+  const size_t P = s.page_size, Hk = s.num_kv_heads;
+  const size_t r = s.layout == KvLayout::nhd ? (static_cast<size_t>(page) * P + tok) * Hk + h : (static_cast<size_t>(page) * Hk + h) * P + tok;
+  return r * (s.head_dim / 16);
+}
+// Moves every scale of one order to its place in the other: to_order from linear, or back.
+std::vector<uint8_t> move_scales(const Problem& p, const std::vector<uint8_t>& sf, ScaleOrder order, bool to_order) {
+  const DecodeShape& s = p.shape;
+  const int64_t S = s.head_dim / 16;
+  std::vector<uint8_t> out(sf.size());
+  for (int64_t page = 0; page < p.num_pages; ++page)
+    for (int64_t h = 0; h < s.num_kv_heads; ++h)
+      for (int64_t t = 0; t < s.page_size; ++t)
+        for (int64_t b = 0; b < S; ++b) {
+          const ScalePlace at = scale_place(order, t, b, S);
+          const size_t linear = sf_row(s, page, t, h) + b, ordered = sf_row(s, page, at.row, h) + at.col;
+          (to_order ? out[ordered] : out[linear]) = to_order ? sf[linear] : sf[ordered];
+        }
+  return out;
+}
+}  // namespace
+
+void reorder_v_scales(Problem& p, ScaleOrder order) {
+  const std::vector<uint8_t> linear = move_scales(p, p.v_sf, p.shape.v_sf_order, false);
+  p.v_sf = move_scales(p, linear, order, true);
+  p.shape.v_sf_order = order;
+}
+
 Answer solve(const Problem& p, Dtype kv_as) {
   const DecodeShape& s = p.shape;
   const size_t D = s.head_dim, Hq = s.num_q_heads, Hk = s.num_kv_heads, P = s.page_size;
@@ -134,7 +165,8 @@ Answer solve(const Problem& p, Dtype kv_as) {
     return out;
   };
   const bool scaled = fp8 || nvfp4;
-  const std::vector<double> K = decode_cache(p.k, p.k_sf, scaled ? p.k_scale : 1.0), V = decode_cache(p.v, p.v_sf, scaled ? p.v_scale : 1.0);
+  const std::vector<double> K = decode_cache(p.k, p.k_sf, scaled ? p.k_scale : 1.0),
+                            V = decode_cache(p.v, nvfp4 ? move_scales(p, p.v_sf, s.v_sf_order, false) : p.v_sf, scaled ? p.v_scale : 1.0);
   auto row = [&](int64_t page, size_t tok, size_t h) {
     return s.layout == KvLayout::nhd ? ((static_cast<size_t>(page) * P + tok) * Hk + h) * D
                                      : ((static_cast<size_t>(page) * Hk + h) * P + tok) * D;

@@ -32,6 +32,11 @@ struct Problem {
 // as random codes (all 16 are finite) with random block scales, among them e4m3 subnormals and 0.
 Problem make_problem(const DecodeShape& shape, Dtype kv_dtype, std::vector<int32_t> seq_lens, uint64_t seed);
 
+// Reorders an NVFP4 problem's V scales from their order (shape.v_sf_order) to `order`: the same
+// cache, as TensorRT-LLM's SM100 writer would have laid it out; solve reads them back in that
+// order, and a plan of the shape takes the kernels that do.
+void reorder_v_scales(Problem& p, ScaleOrder order);
+
 struct Answer {
   std::vector<double> out;  // [batch, num_q_heads, head_dim]
   std::vector<double> lse;  // [batch, num_q_heads], natural log
