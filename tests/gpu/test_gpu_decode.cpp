@@ -176,5 +176,45 @@ TEST(GpuDecode, HeadDim512FromTestBundle) {
   std::printf("%s", report.c_str());
 }
 
+// NVFP4 caches with V scales in TensorRT-LLM's 4-token interleave are read by SM100-only kernels;
+// their numerics are checked here from the same source built for sm_90 into the test-only bundle:
+// head_dim 64 (the register loop), 128, 256 and 512 (the dim-split loop, whose warps copy a
+// quad's row each), and the 16-head kernel, both layouts, ragged lengths, forced and chosen splits.
+TEST(GpuDecode, Nvfp4InterleavedVScalesFromTestBundle) {
+  CUBINRT_REQUIRE_GPU();
+  RuntimeOptions o;
+  o.driver = gpu().driver;
+  o.bundle_path = build_file("CUBINRT_TEST_HD512_BUNDLE", CUBINRT_TEST_HD512_BUNDLE);
+  for (uint32_t hd : {64u, 128u, 256u, 512u}) o.required.push_back(decode_vsf_interleaved_key(hd, Dtype::bf16, 16));
+  o.required.push_back(decode_vsf_interleaved_key(128, Dtype::fp16, 32, /*sixteen_heads=*/true));
+  auto rt = Runtime::create(o);
+  CUBINRT_ASSERT_OK(rt);
+  std::string report;
+  for (const KernelKey& key : o.required) {
+    const bool wide = key.family == "paged_decode_g16_vsf_interleaved";
+    const std::vector<Case> cases = {{3, wide ? 24u : 8u, 2, {5, 1500, 4099}, KvLayout::nhd, 0}, {2, wide ? 12u : 4u, 1, {300, 17}, KvLayout::hnd, 2},
+                                     {2, wide ? 32u : 12u, 2, {700, 66}, KvLayout::hnd, 0}};
+    double worst = 0, worst_lse = 0;
+    uint64_t seed = 91;
+    for (const Case& c : cases) {
+      int32_t max_len = 0;
+      for (int32_t l : c.lens) max_len = std::max(max_len, l);
+      ref::Problem p = ref::make_problem(shape_for(key, c.batch, c.hq, c.hk, static_cast<uint32_t>(max_len), c.layout), Dtype::nvfp4, c.lens, seed++);
+      ref::reorder_v_scales(p, ScaleOrder::interleaved4);
+      auto r = paged_decode::run_on_device(**rt, p, std::nullopt, c.splits, c.merge);
+      CUBINRT_ASSERT_OK(r);
+      const ref::Answer want = ref::solve(p, Dtype::nvfp4);
+      worst = std::max(worst, ref::rel_l2(p.shape.q_dtype, r->out, want.out));
+      worst_lse = std::max(worst_lse, ref::rel_l2(r->lse, want.lse));
+    }
+    EXPECT_LE(worst, ref::tolerance(decode_axes(key).q_dtype)) << key.str();
+    EXPECT_LE(worst_lse, ref::tolerance(decode_axes(key).q_dtype)) << key.str();
+    report += fmt::format("| {} (test bundle, sm_90, V scales interleaved) | {:.2e} | {:.2e} | {:.0e} |\n", (*rt)->kernel(key).value()->entry->id,
+                          worst, worst_lse, ref::tolerance(decode_axes(key).q_dtype));
+  }
+  if (const char* path = std::getenv("CUBINRT_REPORT")) std::ofstream(path, std::ios::app) << report;
+  std::printf("%s", report.c_str());
+}
+
 }  // namespace
 }  // namespace cubinrt::test
