@@ -155,6 +155,25 @@ int main(void) {
     odd.overlap = 7;
     CHECK(cubinrt_decode_plan_create(rt, &odd, &none) == CUBINRT_ERROR_INVALID_ARGUMENT && none == NULL, "overlap 7 was accepted");
     CHECK(strstr(cubinrt_last_error(), "cubinrt_decode_shape.overlap is 7") != NULL, "message: %s", cubinrt_last_error());
+    /* NVFP4 V scales in TensorRT-LLM's interleave are read by SM100-only kernels: asked of another
+     * GPU, the plan says so; asked of a bf16 cache, or as no order at all, it is refused. */
+    cubinrt_decode_shape quads = shape;
+    quads.kv_storage = CUBINRT_DTYPE_UINT8, quads.kv_declared = CUBINRT_DTYPE_NVFP4, quads.v_sf_order = CUBINRT_SCALE_ORDER_INTERLEAVED4;
+    const cubinrt_status st = cubinrt_decode_plan_create(rt, &quads, &none);
+    if (dev.sm / 10 == 10) {
+      CHECK(st == CUBINRT_SUCCESS, "interleaved NVFP4 V scales refused on sm_%d: %s", dev.sm, cubinrt_last_error());
+      cubinrt_decode_plan_destroy(none);
+    } else {
+      CHECK(st == CUBINRT_ERROR_UNSUPPORTED && none == NULL, "interleaved NVFP4 V scales on sm_%d: status %d", dev.sm, (int)st);
+      CHECK(strstr(cubinrt_last_error(), "the paged_decode_vsf_interleaved family is built for sm_100a and sm_103a only") != NULL, "message: %s",
+            cubinrt_last_error());
+    }
+    odd = shape;
+    odd.v_sf_order = CUBINRT_SCALE_ORDER_INTERLEAVED4;
+    CHECK(cubinrt_decode_plan_create(rt, &odd, &none) == CUBINRT_ERROR_INVALID_ARGUMENT, "interleaved scales of a bf16 cache were accepted");
+    odd.v_sf_order = 5;
+    CHECK(cubinrt_decode_plan_create(rt, &odd, &none) == CUBINRT_ERROR_INVALID_ARGUMENT, "v_sf_order 5 was accepted");
+    CHECK(strstr(cubinrt_last_error(), "cubinrt_decode_shape.v_sf_order is 5") != NULL, "message: %s", cubinrt_last_error());
   }
 
   /* Host data: q and K from a fixed sequence, V = 0.5; pages shuffled. */
@@ -282,6 +301,15 @@ int main(void) {
     w.cache_declared = 0;
     CHECK(cubinrt_kv_append_plan_launch(writer, &w, NULL) == CUBINRT_ERROR_INVALID_ARGUMENT, "an undeclared uint8 cache was accepted");
     cubinrt_kv_append_plan_destroy(writer);
+    /* The writer's V-scale order is NVFP4's: interleaving an FP8 cache's is refused at plan time;
+     * an NVFP4 cache's is taken on every GPU (the writer computes either order). */
+    cubinrt_kv_append_plan* quads = NULL;
+    ws.v_sf_order = CUBINRT_SCALE_ORDER_INTERLEAVED4;
+    CHECK(cubinrt_kv_append_plan_create(rt, &ws, &quads) == CUBINRT_ERROR_INVALID_ARGUMENT && quads == NULL, "interleaved FP8 scales accepted");
+    CHECK(strstr(cubinrt_last_error(), "v_sf_order interleaved4 orders NVFP4's V block scales") != NULL, "message: %s", cubinrt_last_error());
+    ws.cache_declared = CUBINRT_DTYPE_NVFP4;
+    CALL(cubinrt_kv_append_plan_create(rt, &ws, &quads));
+    cubinrt_kv_append_plan_destroy(quads);
     mem_free(dk), mem_free(dv), mem_free(dslots), mem_free(dkc), mem_free(dvc);
   }
 

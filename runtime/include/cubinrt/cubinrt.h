@@ -222,6 +222,10 @@ typedef struct cubinrt_decode_shape {
   int32_t merge;               /* cubinrt_split_merge */
   /* Appended after the first version (whose struct_size, padded, is the same): */
   int32_t overlap;             /* cubinrt_launch_overlap */
+  /* Appended after the second (its struct_size ends at overlap): */
+  int32_t v_sf_order;          /* NVFP4: CUBINRT_SCALE_ORDER_LINEAR (0) or _INTERLEAVED4 (1, TensorRT-LLM's
+                                  order, read by SM100-only kernels): the order of V's block scales,
+                                  which picks the kernels; the plan's launches take it for v_sf */
 } cubinrt_decode_shape;
 
 static inline void cubinrt_decode_shape_init(cubinrt_decode_shape* s) {
@@ -306,6 +310,9 @@ typedef struct cubinrt_kv_append_shape {
   int32_t layout;              /* cubinrt_kv_layout of the cache */
   /* Appended after the first version (whose struct_size, padded, is the same): */
   int32_t overlap;             /* cubinrt_launch_overlap */
+  /* Appended after the second (its struct_size ends at overlap): */
+  int32_t v_sf_order;          /* NVFP4: CUBINRT_SCALE_ORDER_LINEAR (0) or _INTERLEAVED4 (1): the order the
+                                  plan's launches write V's block scales in (K's are linear) */
 } cubinrt_kv_append_shape;
 
 static inline void cubinrt_kv_append_shape_init(cubinrt_kv_append_shape* s) {

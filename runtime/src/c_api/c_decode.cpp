@@ -42,6 +42,12 @@ Result<LaunchOverlap> overlap_of(int32_t code, const char* what) {
   return fail(Errc::invalid_argument, fmt::format("{} is {}: a cubinrt_launch_overlap (0 or 1)", what, code));
 }
 
+Result<ScaleOrder> scale_order_of(int32_t code, const char* what) {
+  if (code == CUBINRT_SCALE_ORDER_LINEAR) return ScaleOrder::linear;
+  if (code == CUBINRT_SCALE_ORDER_INTERLEAVED4) return ScaleOrder::interleaved4;
+  return fail(Errc::invalid_argument, fmt::format("{} is {}: CUBINRT_SCALE_ORDER_LINEAR (0) or CUBINRT_SCALE_ORDER_INTERLEAVED4 (1)", what, code));
+}
+
 Result<KernelKey> decode_key_of(const cubinrt_decode_key& k) {
   return decode_key(k.head_dim, CUBINRT_TRY(dtype_of(k.q_dtype, "cubinrt_decode_key.q_dtype")),
                     CUBINRT_TRY(dtype_of(k.kv_dtype, "cubinrt_decode_key.kv_dtype")), k.page_size);
@@ -88,6 +94,7 @@ cubinrt_status cubinrt_decode_plan_create(const cubinrt_runtime* runtime, const 
     s.max_seq_len = c.max_seq_len;
     s.num_splits = c.num_splits;
     s.merge = static_cast<SplitMerge>(c.merge);
+    s.v_sf_order = CUBINRT_TRY(scale_order_of(c.v_sf_order, "cubinrt_decode_shape.v_sf_order"));
     *plan = new cubinrt_decode_plan{CUBINRT_TRY(DecodePlan::create(*runtime->rt, s))};
     return {};
   });
@@ -135,6 +142,7 @@ cubinrt_status cubinrt_decode_plan_launch(const cubinrt_decode_plan* plan, const
       a.kv.sf_strides = CUBINRT_TRY(check_nvfp4_scales(kLaunch, c.k_sf, c.v_sf, kv_shape(D / 16), ordinal, nhd));
       a.kv.k_sf = c.k_sf.data;
       a.kv.v_sf = c.v_sf.data;
+      a.kv.v_sf_order = s.v_sf_order;
     }
     const Strides table = CUBINRT_TRY(check_tensor(kLaunch, "block_table", c.block_table, Elem::int32, std::array<int64_t, 2>{B, s.block_table_stride}, ordinal));
     if ((B > 1 && table.v[0] != s.block_table_stride) || (s.block_table_stride > 1 && table.v[1] != 1))

@@ -19,6 +19,7 @@ struct cubinrt_decode_plan {
 
 struct cubinrt_kv_append_plan {
   cubinrt::KvAppendPlan plan;
+  cubinrt::ScaleOrder v_sf_order = cubinrt::ScaleOrder::linear;  // the C shape's: each launch's cache order
 };
 
 namespace cubinrt::c_api {
@@ -31,5 +32,7 @@ std::optional<cubinrt_decode_key> c_decode_key(const KernelKey& key);
 Result<Dtype> dtype_of(int32_t code, const char* what);
 // A cubinrt_launch_overlap code as a LaunchOverlap (`what` names the field in the error).
 Result<LaunchOverlap> overlap_of(int32_t code, const char* what);
+// A CUBINRT_SCALE_ORDER_* code as a ScaleOrder (`what` names the field in the error).
+Result<ScaleOrder> scale_order_of(int32_t code, const char* what);
 
 }  // namespace cubinrt::c_api

@@ -9,6 +9,7 @@
 #include "c_api/c_handles.hpp"
 #include "c_api/c_status.hpp"
 #include "c_api/c_tensors.hpp"
+#include "common/kv_strides.hpp"
 #include "common/try.hpp"
 
 namespace cubinrt::c_api {
@@ -42,7 +43,11 @@ cubinrt_status cubinrt_kv_append_plan_create(const cubinrt_runtime* runtime, con
     if (c.cache_declared != 0) s.cache_declared = CUBINRT_TRY(dtype_of(c.cache_declared, "cubinrt_kv_append_shape.cache_declared"));
     s.page_size = c.page_size;
     s.layout = c.layout == CUBINRT_KV_NHD ? KvLayout::nhd : KvLayout::hnd;
-    *plan = new cubinrt_kv_append_plan{CUBINRT_TRY(KvAppendPlan::create(*runtime->rt, s))};
+    const ScaleOrder order = CUBINRT_TRY(scale_order_of(c.v_sf_order, "cubinrt_kv_append_shape.v_sf_order"));
+    KvAppendPlan made = CUBINRT_TRY(KvAppendPlan::create(*runtime->rt, s));
+    // Checked now, not at the first launch: the order is the shape's in C.
+    CUBINRT_TRY(check_scale_order("cubinrt_kv_append_plan_create", order, made.cache_dtype() == Dtype::nvfp4, s.page_size, s.head_dim));
+    *plan = new cubinrt_kv_append_plan{std::move(made), order};
     return {};
   });
 }
@@ -105,6 +110,7 @@ cubinrt_status cubinrt_kv_append_plan_launch(const cubinrt_kv_append_plan* plan,
       a.cache.sf_strides = CUBINRT_TRY(check_nvfp4_scales(kLaunch, c.k_sf, c.v_sf, cache_shape(D / 16), ordinal, nhd));
       a.cache.k_sf = c.k_sf.data;
       a.cache.v_sf = c.v_sf.data;
+      a.cache.v_sf_order = plan->v_sf_order;
     }
     return p.launch(a, static_cast<CUstream_st*>(stream));
   });
