@@ -38,6 +38,8 @@ DTYPES = {"fp16": 1, "bf16": 2, "fp8_e4m3": 3, "fp8_e5m2": 4, "nvfp4": 5, "uint8
 _DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 _LAYOUTS = {"nhd": 0, "hnd": 1}
 _MERGES = {"choose": 0, "workspace": 1, "cluster": 2}
+# NVFP4's V block scales: linear, or TensorRT-LLM's 4-token interleave (docs/formats.md).
+_SCALE_ORDERS = {"linear": 0, "interleaved4": 1}
 _DL_CUDA, _DL_CPU = 2, 1
 
 
@@ -126,18 +128,22 @@ class DecodePlan:
 
     def __init__(self, runtime: Runtime, *, batch: int, num_q_heads: int, num_kv_heads: int, head_dim: int, q_dtype: str,
                  kv_storage: str, kv_declared: str | None = None, page_size: int, layout: str = "nhd", block_table_stride: int,
-                 max_seq_len: int = 0, num_splits: int = 0, merge: str = "choose", overlap: bool = True):
+                 max_seq_len: int = 0, num_splits: int = 0, merge: str = "choose", overlap: bool = True,
+                 v_sf_order: str = "linear"):
         """overlap: launches may begin during the tail of the kernel before them on the stream and
         wait for its end before touching memory (programmatic dependent launch, sm_90 and later;
         results are the same); False keeps plain stream order. `overlaps_previous_kernel` says
-        whether this device and kernel take it."""
+        whether this device and kernel take it. v_sf_order (NVFP4): "linear", or "interleaved4",
+        TensorRT-LLM's order of V's block scales, which vLLM also writes on SM10x; its kernels
+        are built for the SM100 family only."""
         self.runtime = runtime
         self.kv_declared = kv_declared
         self._declared = _code(DTYPES, kv_declared, "kv_declared")
         self._plan = _cubinrt.DecodePlan(runtime._rt, batch, num_q_heads, num_kv_heads, head_dim, _code(DTYPES, q_dtype, "q_dtype"),
                                          _code(DTYPES, kv_storage, "kv_storage"), self._declared, page_size,
                                          _code(_LAYOUTS, layout, "layout"), block_table_stride, max_seq_len, num_splits,
-                                         _code(_MERGES, merge, "merge"), 0 if overlap else 1)
+                                         _code(_MERGES, merge, "merge"), 0 if overlap else 1,
+                                         _code(_SCALE_ORDERS, v_sf_order, "v_sf_order"))
         self.workspace_bytes, self.num_splits, merge_code, self.kernel, self.overlaps_previous_kernel = self._plan.info()
         self.merge = "cluster" if merge_code == 2 else "workspace"
 
@@ -167,14 +173,18 @@ class KvAppendPlan:
     v_scale; docs/formats.md)."""
 
     def __init__(self, runtime: Runtime, *, num_kv_heads: int, head_dim: int, in_dtype: str, cache_storage: str,
-                 cache_declared: str | None = None, page_size: int, layout: str = "nhd", overlap: bool = True):
-        """overlap: as DecodePlan's (programmatic dependent launch where the device has it)."""
+                 cache_declared: str | None = None, page_size: int, layout: str = "nhd", overlap: bool = True,
+                 v_sf_order: str = "linear"):
+        """overlap: as DecodePlan's (programmatic dependent launch where the device has it).
+        v_sf_order (NVFP4): the order V's block scales are written in, "linear" or "interleaved4"
+        (TensorRT-LLM's; any GPU writes it)."""
         self.runtime = runtime
         self.cache_declared = cache_declared
         self._declared = _code(DTYPES, cache_declared, "cache_declared")
         self._plan = _cubinrt.KvAppendPlan(runtime._rt, num_kv_heads, head_dim, _code(DTYPES, in_dtype, "in_dtype"),
                                            _code(DTYPES, cache_storage, "cache_storage"), self._declared, page_size,
-                                           _code(_LAYOUTS, layout, "layout"), 0 if overlap else 1)
+                                           _code(_LAYOUTS, layout, "layout"), 0 if overlap else 1,
+                                           _code(_SCALE_ORDERS, v_sf_order, "v_sf_order"))
 
     @property
     def op_id(self) -> int:

@@ -318,14 +318,14 @@ NB_MODULE(_cubinrt, m) {
       .def("__init__",
            [](Plan* self, nb::object runtime, uint32_t batch, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, int32_t q_dtype,
               int32_t kv_storage, int32_t kv_declared, uint32_t page_size, int32_t layout, uint32_t block_table_stride, uint32_t max_seq_len,
-              int32_t num_splits, int32_t merge, int32_t overlap) {
+              int32_t num_splits, int32_t merge, int32_t overlap, int32_t v_sf_order) {
              const Runtime& r = nb::cast<const Runtime&>(runtime);
              cubinrt_decode_shape s;
              cubinrt_decode_shape_init(&s);
              s.batch = batch, s.num_q_heads = num_q_heads, s.num_kv_heads = num_kv_heads, s.head_dim = head_dim;
              s.q_dtype = q_dtype, s.kv_storage = kv_storage, s.kv_declared = kv_declared, s.page_size = page_size, s.layout = layout;
              s.block_table_stride = block_table_stride, s.max_seq_len = max_seq_len, s.num_splits = num_splits, s.merge = merge;
-             s.overlap = overlap;
+             s.overlap = overlap, s.v_sf_order = v_sf_order;
              cubinrt_decode_plan* h = nullptr;
              check(cubinrt_decode_plan_create(r.h, &s, &h));
              new (self) Plan{h, runtime};
@@ -388,12 +388,12 @@ NB_MODULE(_cubinrt, m) {
   nb::class_<AppendPlan>(m, "KvAppendPlan")
       .def("__init__",
            [](AppendPlan* self, nb::object runtime, uint32_t num_kv_heads, uint32_t head_dim, int32_t in_dtype, int32_t cache_storage,
-              int32_t cache_declared, uint32_t page_size, int32_t layout, int32_t overlap) {
+              int32_t cache_declared, uint32_t page_size, int32_t layout, int32_t overlap, int32_t v_sf_order) {
              const Runtime& r = nb::cast<const Runtime&>(runtime);
              cubinrt_kv_append_shape s;
              cubinrt_kv_append_shape_init(&s);
              s.num_kv_heads = num_kv_heads, s.head_dim = head_dim, s.in_dtype = in_dtype, s.cache_storage = cache_storage;
-             s.cache_declared = cache_declared, s.page_size = page_size, s.layout = layout, s.overlap = overlap;
+             s.cache_declared = cache_declared, s.page_size = page_size, s.layout = layout, s.overlap = overlap, s.v_sf_order = v_sf_order;
              cubinrt_kv_append_plan* h = nullptr;
              check(cubinrt_kv_append_plan_create(r.h, &s, &h));
              new (self) AppendPlan{h, runtime};

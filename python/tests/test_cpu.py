@@ -119,6 +119,23 @@ class OnTheStandInDriver(unittest.TestCase):
             cubinrt.KvAppendPlan(self.rt, num_kv_heads=HKV, head_dim=D, in_dtype="fp16", cache_storage="uint8", page_size=P)
         self.assertIn("cubinrt never infers the encoding from storage", str(e.exception))
 
+    def test_interleaved_nvfp4_v_scales(self):
+        """TensorRT-LLM's V-scale order: written on any GPU, read by SM100-only kernels (this is an
+        emulated H200), and only for NVFP4."""
+        HKV, D, P = self.HKV, self.D, self.P
+        cubinrt.KvAppendPlan(self.rt, num_kv_heads=HKV, head_dim=D, in_dtype="fp16", cache_storage="uint8", cache_declared="nvfp4",
+                             page_size=P, v_sf_order="interleaved4")
+        with self.assertRaises(cubinrt.Error) as e:
+            self.plan(kv_declared="nvfp4", v_sf_order="interleaved4")
+        self.assertEqual(e.exception.status, "CUBINRT_ERROR_UNSUPPORTED")
+        self.assertIn("the paged_decode_vsf_interleaved family is built for sm_100a and sm_103a only", str(e.exception))
+        with self.assertRaises(cubinrt.Error) as e:
+            self.plan(v_sf_order="interleaved4")
+        self.assertIn("v_sf_order interleaved4 orders NVFP4's V block scales", str(e.exception))
+        with self.assertRaises(cubinrt.Error) as e:
+            self.plan(kv_declared="nvfp4", v_sf_order="swizzled")
+        self.assertIn("v_sf_order is 'swizzled': one of linear, interleaved4", str(e.exception))
+
     def test_undeclared_uint8_kv_is_refused_at_plan(self):
         with self.assertRaises(cubinrt.Error) as e:
             self.plan(kv_declared=None)
