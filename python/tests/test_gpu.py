@@ -243,6 +243,70 @@ class OnTheGpu(unittest.TestCase):
             plan.run(q, k, v, table, lens, out, k_scale=k_scale, v_scale=v_scale, workspace=ws)
         self.assertIn("k_sf is missing", str(e.exception))
 
+    @unittest.skipUnless(os.environ.get("CUBINRT_TEST_HD512_BUNDLE"),
+                         "CUBINRT_TEST_HD512_BUNDLE (the test bundle with sm_90 builds of the SM100-only kernels) is not set")
+    def test_nvfp4_interleaved_v_scales_append_then_decode(self):
+        """TensorRT-LLM's V-scale order (vLLM's on SM10x) end to end in vLLM's page layout: the
+        writer puts each V scale where vLLM's formula says (codes and K scales as in linear order),
+        and the reader of that order (SM100-only; its sm_90 build from the test bundle) decodes the
+        cache against float64 attention over it, dequantized through the same formula."""
+        B, Hq, Hkv, D, P = 2, 8, 2, 128, 16
+        S = D // 16
+        q, table, lens, pages = self.problem(B=B, Hq=Hq, Hkv=Hkv, D=D, P=P, lens=(200, 45))
+        T = int(lens.sum())
+        slots = torch.tensor([int(table[b, i // P]) * P + i % P for b in range(B) for i in range(int(lens[b]))],
+                             dtype=torch.int64, device="cuda")
+        new_k = (torch.randn(T, Hkv, D, generator=self.gen) * 2).to(torch.bfloat16).to("cuda")
+        new_v = (torch.randn(T, Hkv, D, generator=self.gen) * 2).to(torch.bfloat16).to("cuda")
+        codes, scales = P * Hkv * D // 2, P * Hkv * S
+        k_scale, v_scale = 0.02, 0.01
+
+        def append(order):
+            page = torch.zeros(pages, 2 * (codes + scales), dtype=torch.uint8, device="cuda")
+
+            def view(offset, row):
+                return page.as_strided((pages, P, Hkv, row), (page.stride(0), Hkv * row, row, 1), page.storage_offset() + offset)
+            k, k_sf, v, v_sf = view(0, D // 2), view(codes, S), view(codes + scales, D // 2), view(2 * codes + scales, S)
+            w = cubinrt.KvAppendPlan(self.rt, num_kv_heads=Hkv, head_dim=D, in_dtype="bf16", cache_storage="uint8",
+                                     cache_declared="nvfp4", page_size=P, v_sf_order=order)
+            w.run(new_k, new_v, slots, k, v, k_sf=k_sf, v_sf=v_sf, k_scale=k_scale, v_scale=v_scale)
+            torch.cuda.synchronize()
+            return k, k_sf, v, v_sf
+        k, k_sf, v, v_sf = append("interleaved4")
+        lk, lk_sf, lv, lv_sf = append("linear")
+        self.assertTrue(torch.equal(k, lk) and torch.equal(v, lv) and torch.equal(k_sf, lk_sf))
+        # vLLM's swizzle_scale_offset, written out: token t's scale of block s, within its page and head.
+        t = torch.arange(P, device="cuda")[:, None]
+        s = torch.arange(S, device="cuda")[None, :]
+        row, col = (t // 4) * 4 + s // (S // 4), (s % (S // 4)) * 4 + t % 4
+        # [pages, heads, P, S] in token order: each (t, s) read from where the swizzle put it.
+        unswizzled = v_sf.permute(0, 2, 1, 3)[:, :, row, col]
+        self.assertFalse(torch.equal(v_sf, lv_sf))
+        self.assertTrue(torch.equal(unswizzled, lv_sf.permute(0, 2, 1, 3)))
+
+        e2m1 = torch.tensor([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], dtype=torch.float64, device="cuda")
+
+        def dequant(codes_view, sf, scale):
+            c = codes_view.long()
+            x = torch.stack((e2m1[c & 15], e2m1[c >> 4]), -1).flatten(-2)
+            return x * sf.contiguous().view(torch.float8_e4m3fn).to(torch.float64).repeat_interleave(16, -1) * scale
+        kd, vd = dequant(k, k_sf, k_scale), dequant(v, unswizzled.permute(0, 2, 1, 3), v_scale)
+
+        rt = cubinrt.Runtime(torch.cuda.current_device(), bundle_path=os.environ["CUBINRT_TEST_HD512_BUNDLE"])
+        plan = cubinrt.DecodePlan(rt, batch=B, num_q_heads=Hq, num_kv_heads=Hkv, head_dim=D, q_dtype="bf16", kv_storage="uint8",
+                                  kv_declared="nvfp4", page_size=P, block_table_stride=table.shape[1], v_sf_order="interleaved4")
+        self.assertIn("vsf_interleaved", plan.kernel)
+        out = torch.full((B, Hq, D), float("nan"), dtype=torch.bfloat16, device="cuda")
+        lse = torch.full((B, Hq), float("nan"), dtype=torch.float32, device="cuda")
+        ws = torch.zeros(plan.workspace_bytes, dtype=torch.uint8, device="cuda") if plan.workspace_bytes else None
+        plan.run(q, k, v, table, lens, out, lse=lse, k_scale=k_scale, v_scale=v_scale, workspace=ws, k_sf=k_sf, v_sf=v_sf)
+        torch.cuda.synchronize()
+        want, want_lse = reference(q, kd, vd, table, lens, None, 1.0, 1.0)
+        err, lse_err = rel(out, want), rel(lse, want_lse)
+        print(f"\nNVFP4, V scales interleaved: decode after append: output {err:.2e}, lse {lse_err:.2e} (relative L2 against float64)")
+        self.assertLess(err, tolerance(torch.bfloat16))
+        self.assertLess(lse_err, tolerance(torch.bfloat16))
+
     def test_typed_float8_storage_is_its_own_declaration(self):
         q, table, lens, pages = self.problem(q_dtype=torch.float16)
         cache = self.cache(pages, 16, 2, 128, None, True, False).view(torch.float8_e4m3fn)
