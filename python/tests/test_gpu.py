@@ -63,6 +63,15 @@ def fp8_codes(shape, gen, device):
     return torch.where(ok, x, x & 0xBF).to(device)
 
 
+def nvfp4_dequant(codes, sf, scale):
+    """NVFP4 exactly, in float64: e2m1 (element 2i in the low nibble of byte i) x e4m3 block scale
+    (linear rows of head_dim / 16) x global scale."""
+    e2m1 = torch.tensor([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], dtype=torch.float64, device=codes.device)
+    c = codes.long()
+    x = torch.stack((e2m1[c & 15], e2m1[c >> 4]), -1).flatten(-2)
+    return x * sf.contiguous().view(torch.float8_e4m3fn).to(torch.float64).repeat_interleave(16, -1) * scale
+
+
 @unittest.skipUnless(HAVE_GPU, WHY)
 class OnTheGpu(unittest.TestCase):
     @classmethod
@@ -81,6 +90,32 @@ class OnTheGpu(unittest.TestCase):
         seq_lens = torch.tensor(lens, dtype=torch.int32, device=dev)
         return q, perm, seq_lens, pages
 
+
+    def new_tokens(self, table, lens, Hkv, D, P):
+        """Every token of the sequences as new: its slot from the block table, bf16 K and V of
+        about N(0, 4)."""
+        T = int(lens.sum())
+        slots = torch.tensor([int(table[b, i // P]) * P + i % P for b in range(len(lens)) for i in range(int(lens[b]))],
+                             dtype=torch.int64, device="cuda")
+        new_k = (torch.randn(T, Hkv, D, generator=self.gen) * 2).to(torch.bfloat16).to("cuda")
+        new_v = (torch.randn(T, Hkv, D, generator=self.gen) * 2).to(torch.bfloat16).to("cuda")
+        return slots, new_k, new_v
+
+    def nvfp4_decode_matches(self, plan, q, k, v, k_sf, v_sf, table, lens, k_scale, v_scale, kd, vd, what):
+        """One NVFP4 decode into NaN-filled out and lse, against float64 attention over the
+        dequantized cache kd, vd: asserted within tolerance and printed. Returns (out, workspace)."""
+        B, Hq, D = q.shape
+        out = torch.full((B, Hq, D), float("nan"), dtype=q.dtype, device="cuda")
+        lse = torch.full((B, Hq), float("nan"), dtype=torch.float32, device="cuda")
+        ws = torch.zeros(plan.workspace_bytes, dtype=torch.uint8, device="cuda") if plan.workspace_bytes else None
+        plan.run(q, k, v, table, lens, out, lse=lse, k_scale=k_scale, v_scale=v_scale, workspace=ws, k_sf=k_sf, v_sf=v_sf)
+        torch.cuda.synchronize()
+        want, want_lse = reference(q, kd, vd, table, lens, None, 1.0, 1.0)
+        err, lse_err = rel(out, want), rel(lse, want_lse)
+        print(f"\n{what}: output {err:.2e}, lse {lse_err:.2e} (relative L2 against float64)")
+        self.assertLess(err, tolerance(q.dtype))
+        self.assertLess(lse_err, tolerance(q.dtype))
+        return out, ws
     def cache(self, pages, P, Hkv, D, dtype, fp8, heads_first):
         """vLLM's one tensor: [pages, 2, P, Hkv, D] or [pages, 2, Hkv, P, D]."""
         shape = (pages, 2, Hkv, P, D) if heads_first else (pages, 2, P, Hkv, D)
@@ -189,11 +224,7 @@ class OnTheGpu(unittest.TestCase):
         scale), the quantization error against the input reported; a missing scale tensor refused."""
         B, Hq, Hkv, D, P = 2, 8, 2, 128, 16
         q, table, lens, pages = self.problem(B=B, Hq=Hq, Hkv=Hkv, D=D, P=P, lens=(300, 77))
-        T = int(lens.sum())
-        slots = torch.tensor([int(table[b, i // P]) * P + i % P for b in range(B) for i in range(int(lens[b]))],
-                             dtype=torch.int64, device="cuda")
-        new_k = (torch.randn(T, Hkv, D, generator=self.gen) * 2).to(torch.bfloat16).to("cuda")
-        new_v = (torch.randn(T, Hkv, D, generator=self.gen) * 2).to(torch.bfloat16).to("cuda")
+        slots, new_k, new_v = self.new_tokens(table, lens, Hkv, D, P)
         codes, scales = P * Hkv * D // 2, P * Hkv * D // 16  # bytes of one page's codes and scales
         page = torch.zeros(pages, 2 * (codes + scales), dtype=torch.uint8, device="cuda")
 
@@ -207,14 +238,7 @@ class OnTheGpu(unittest.TestCase):
         w.run(new_k, new_v, slots, k, v, k_sf=k_sf, v_sf=v_sf, k_scale=k_scale, v_scale=v_scale)
         torch.cuda.synchronize()
 
-        e2m1 = torch.tensor([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], dtype=torch.float64, device="cuda")
-
-        def dequant(codes_view, sf_view, scale):  # element 2i in the low nibble of byte i
-            c = codes_view.long()
-            x = torch.stack((e2m1[c & 15], e2m1[c >> 4]), -1).flatten(-2)
-            sf = sf_view.contiguous().view(torch.float8_e4m3fn).to(torch.float64)
-            return x * sf.repeat_interleave(16, -1) * scale
-        kd, vd = dequant(k, k_sf, k_scale), dequant(v, v_sf, v_scale)
+        kd, vd = nvfp4_dequant(k, k_sf, k_scale), nvfp4_dequant(v, v_sf, v_scale)
         got = kd.reshape(-1, Hkv, D)[slots]
         qerr = rel(got, new_k.double())
         self.assertLess(qerr, 0.15, "NVFP4 quantization error of the appended K")
@@ -223,16 +247,7 @@ class OnTheGpu(unittest.TestCase):
         plan = cubinrt.DecodePlan(self.rt, batch=B, num_q_heads=Hq, num_kv_heads=Hkv, head_dim=D, q_dtype="bf16", kv_storage="uint8",
                                   kv_declared="nvfp4", page_size=P, block_table_stride=table.shape[1])
         self.assertIn("nvfp4", plan.kernel)
-        out = torch.full((B, Hq, D), float("nan"), dtype=torch.bfloat16, device="cuda")
-        lse = torch.full((B, Hq), float("nan"), dtype=torch.float32, device="cuda")
-        ws = torch.zeros(plan.workspace_bytes, dtype=torch.uint8, device="cuda") if plan.workspace_bytes else None
-        plan.run(q, k, v, table, lens, out, lse=lse, k_scale=k_scale, v_scale=v_scale, workspace=ws, k_sf=k_sf, v_sf=v_sf)
-        torch.cuda.synchronize()
-        want, want_lse = reference(q, kd, vd, table, lens, None, 1.0, 1.0)
-        err, lse_err = rel(out, want), rel(lse, want_lse)
-        print(f"NVFP4 decode after append: output {err:.2e}, lse {lse_err:.2e} (relative L2 against float64)")
-        self.assertLess(err, tolerance(torch.bfloat16))
-        self.assertLess(lse_err, tolerance(torch.bfloat16))
+        out, ws = self.nvfp4_decode_matches(plan, q, k, v, k_sf, v_sf, table, lens, k_scale, v_scale, kd, vd, "NVFP4 decode after append")
         # The same through the torch custom op, scales as float8_e4m3fn tensors.
         out2 = torch.full_like(out, float("nan"))
         torch.ops.cubinrt.paged_decode(q, k, v, table, lens, out2, ws, plan.op_id, k_scale, v_scale, 0.0,
@@ -253,11 +268,7 @@ class OnTheGpu(unittest.TestCase):
         B, Hq, Hkv, D, P = 2, 8, 2, 128, 16
         S = D // 16
         q, table, lens, pages = self.problem(B=B, Hq=Hq, Hkv=Hkv, D=D, P=P, lens=(200, 45))
-        T = int(lens.sum())
-        slots = torch.tensor([int(table[b, i // P]) * P + i % P for b in range(B) for i in range(int(lens[b]))],
-                             dtype=torch.int64, device="cuda")
-        new_k = (torch.randn(T, Hkv, D, generator=self.gen) * 2).to(torch.bfloat16).to("cuda")
-        new_v = (torch.randn(T, Hkv, D, generator=self.gen) * 2).to(torch.bfloat16).to("cuda")
+        slots, new_k, new_v = self.new_tokens(table, lens, Hkv, D, P)
         codes, scales = P * Hkv * D // 2, P * Hkv * S
         k_scale, v_scale = 0.02, 0.01
 
@@ -284,28 +295,14 @@ class OnTheGpu(unittest.TestCase):
         self.assertFalse(torch.equal(v_sf, lv_sf))
         self.assertTrue(torch.equal(unswizzled, lv_sf.permute(0, 2, 1, 3)))
 
-        e2m1 = torch.tensor([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], dtype=torch.float64, device="cuda")
-
-        def dequant(codes_view, sf, scale):
-            c = codes_view.long()
-            x = torch.stack((e2m1[c & 15], e2m1[c >> 4]), -1).flatten(-2)
-            return x * sf.contiguous().view(torch.float8_e4m3fn).to(torch.float64).repeat_interleave(16, -1) * scale
-        kd, vd = dequant(k, k_sf, k_scale), dequant(v, unswizzled.permute(0, 2, 1, 3), v_scale)
+        kd, vd = nvfp4_dequant(k, k_sf, k_scale), nvfp4_dequant(v, unswizzled.permute(0, 2, 1, 3), v_scale)
 
         rt = cubinrt.Runtime(torch.cuda.current_device(), bundle_path=os.environ["CUBINRT_TEST_HD512_BUNDLE"])
         plan = cubinrt.DecodePlan(rt, batch=B, num_q_heads=Hq, num_kv_heads=Hkv, head_dim=D, q_dtype="bf16", kv_storage="uint8",
                                   kv_declared="nvfp4", page_size=P, block_table_stride=table.shape[1], v_sf_order="interleaved4")
         self.assertIn("vsf_interleaved", plan.kernel)
-        out = torch.full((B, Hq, D), float("nan"), dtype=torch.bfloat16, device="cuda")
-        lse = torch.full((B, Hq), float("nan"), dtype=torch.float32, device="cuda")
-        ws = torch.zeros(plan.workspace_bytes, dtype=torch.uint8, device="cuda") if plan.workspace_bytes else None
-        plan.run(q, k, v, table, lens, out, lse=lse, k_scale=k_scale, v_scale=v_scale, workspace=ws, k_sf=k_sf, v_sf=v_sf)
-        torch.cuda.synchronize()
-        want, want_lse = reference(q, kd, vd, table, lens, None, 1.0, 1.0)
-        err, lse_err = rel(out, want), rel(lse, want_lse)
-        print(f"\nNVFP4, V scales interleaved: decode after append: output {err:.2e}, lse {lse_err:.2e} (relative L2 against float64)")
-        self.assertLess(err, tolerance(torch.bfloat16))
-        self.assertLess(lse_err, tolerance(torch.bfloat16))
+        self.nvfp4_decode_matches(plan, q, k, v, k_sf, v_sf, table, lens, k_scale, v_scale, kd, vd,
+                                  "NVFP4, V scales interleaved: decode after append")
 
     def test_typed_float8_storage_is_its_own_declaration(self):
         q, table, lens, pages = self.problem(q_dtype=torch.float16)
