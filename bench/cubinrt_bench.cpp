@@ -266,6 +266,13 @@ struct DecodeSetup {
 // Whether the decode plans' launches overlap the kernel before them (--overlap; the runtime's
 // default is allow). The graph-replay table times both in the same process.
 LaunchOverlap g_overlap = LaunchOverlap::allow;
+// The order of NVFP4's V scales (--v-sf-order): interleaved4 times the kernels that read
+// TensorRT-LLM's order (SM100 only; on the H200 their sm_90 builds in the test bundle).
+ScaleOrder g_v_sf_order = ScaleOrder::linear;
+ScaleOrder v_sf_order_of(Dtype kv) { return kv == Dtype::nvfp4 ? g_v_sf_order : ScaleOrder::linear; }
+KernelKey bench_key(const Shape& s, Dtype kv) {
+  return v_sf_order_of(kv) == ScaleOrder::interleaved4 ? decode_vsf_interleaved_key(s.d, Dtype::bf16, s.page) : decode_key(s.d, Dtype::bf16, kv, s.page);
+}
 
 std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k, const Shape& s, Dtype kv, LaunchOverlap overlap = g_overlap) {
   const bool fp8 = dtype_bits(kv) == 8, nvfp4 = kv == Dtype::nvfp4, bytes = fp8 || nvfp4;
@@ -299,7 +306,8 @@ std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k
 
   DecodeShape shape{.batch = s.batch, .num_q_heads = s.hq, .num_kv_heads = s.hk, .head_dim = s.d, .q_dtype = Dtype::bf16,
                     .kv_storage = bytes ? Dtype::uint8 : kv, .kv_declared = bytes ? std::optional<Dtype>(kv) : std::nullopt,
-                    .page_size = s.page, .layout = s.layout, .block_table_stride = pages_per_seq, .num_splits = static_cast<int>(s.splits), .merge = s.merge, .overlap = overlap};
+                    .page_size = s.page, .layout = s.layout, .block_table_stride = pages_per_seq, .num_splits = static_cast<int>(s.splits), .merge = s.merge, .overlap = overlap,
+                    .v_sf_order = v_sf_order_of(kv)};
   auto setup = std::make_unique<DecodeSetup>(value_or_die(DecodePlan::create(rt, shape), "plan"), std::move(owned));
   CUdeviceptr ws = 0;
   if (setup->plan.workspace_bytes()) {
@@ -312,6 +320,7 @@ std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k
   a.kv = {reinterpret_cast<void*>(kc), reinterpret_cast<void*>(vc), shape.kv_storage, shape.kv_declared, 0.5f, 0.5f, reinterpret_cast<void*>(ksf),
           s.layout, s.page, s.hk, num_pages};
   a.kv.v_sf = reinterpret_cast<void*>(vsf);
+  a.kv.v_sf_order = shape.v_sf_order;  // the scales are random codes: either order reads them
   a.block_table = reinterpret_cast<const int32_t*>(table);
   a.seq_lens = reinterpret_cast<const int32_t*>(lens);
   a.out = reinterpret_cast<void*>(out);
@@ -606,6 +615,9 @@ int main(int argc, char** argv) {
   app.add_option("--overlap", g_overlap, "allow: decode launches overlap the kernel before them where the device and kernel take it (the "
                                         "runtime's default); never: plain stream order. The graph-replay table times both")
       ->transform(CLI::CheckedTransformer(std::map<std::string, LaunchOverlap>{{"allow", LaunchOverlap::allow}, {"never", LaunchOverlap::never}}));
+  app.add_option("--v-sf-order", g_v_sf_order, "NVFP4's V-scale order: linear, or interleaved4 (TensorRT-LLM's; its kernels are SM100's, "
+                                              "on the H200 the test bundle's sm_90 builds: --bundle hd512_sm90.bundle --nvfp4)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, ScaleOrder>{{"linear", ScaleOrder::linear}, {"interleaved4", ScaleOrder::interleaved4}}));
   app.add_flag("--append", append, "instead of the issue's shapes: kv_append of 64 and 8192 tokens into bf16, FP8 and NVFP4 caches");
   CLI11_PARSE(app, argc, argv);
   auto drv = value_or_die(open_driver(), "driver");
@@ -633,6 +645,8 @@ int main(int argc, char** argv) {
   if (!replay) {
     md(fmt::format("\nDecode launches {} (--overlap {}).", g_overlap == LaunchOverlap::allow ? "overlap the kernel before them where the kernel "
                    "takes it (sm_90 builds)" : "keep plain stream order", g_overlap == LaunchOverlap::allow ? "allow" : "never"));
+    if (g_v_sf_order == ScaleOrder::interleaved4)
+      md("NVFP4 rows: V's block scales in TensorRT-LLM's 4-token interleave (--v-sf-order interleaved4), read by their own kernels.");
     md("\n| shape | kv | splits | kernel | time (us) | / bare single | KV TB/s | / copy BW | / read BW | us per launch, back to back | / bare launch |\n"
        "|---|---|---|---|---|---|---|---|---|---|---|");
   }
@@ -752,7 +766,7 @@ int main(int argc, char** argv) {
                                                           : std::span<const Shape>(shapes);
   for (const Shape& s : chosen)
     for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3, Dtype::nvfp4})
-      if ((kv != Dtype::nvfp4 || nvfp4) && std::string_view(s.name).contains(only) && rt->supports(decode_key(s.d, Dtype::bf16, kv, s.page)))
+      if ((kv != Dtype::nvfp4 || nvfp4) && std::string_view(s.name).contains(only) && rt->supports(bench_key(s, kv)))
         bench_decode(*rt, k, c, s, kv, graph ? &*graph : nullptr, bare);
   if (replay) {
     md("\n| step (graph replay): kv_append of one token a sequence, then the decode | kv | us per step, plain stream order | "

@@ -46,6 +46,13 @@ for step in "$@"; do
       for only in "B64 L8192 32q/8kv D128 p16" "B1 L32768 32q/8kv D128 p16" "B64 L8192 16q/8kv D256 p16" "B64 L8192 64q/8kv D128 p16" "B64 L8192 128q/8kv D128 p16"; do
         ./$D/cubinrt_bench --quick --nvfp4 --only "$only" 2>&1; rc=$((rc | $?))
       done 2>&1 | tee "$OUT/nvfp4.log" ;;
+    vsf)  # NVFP4 with V scales in TensorRT-LLM's interleave (the SM100-only readers' sm_90 builds, test bundle)
+      # against the linear-order kernels of the default bundle, on the shapes both have (page 16, bf16 q)
+      for only in "B64 L8192 32q/8kv D128 p16" "B1 L32768 32q/8kv D128 p16" "B64 L8192 16q/8kv D256 p16" "B16 L8192 32q/4kv D512 p16"; do
+        linear=(); [[ $only == *D512* ]] && linear=(--bundle $D/hd512_sm90.bundle)  # head_dim 512's linear reader: the test bundle's too
+        ./$D/cubinrt_bench --quick --nvfp4 --only "$only" "${linear[@]}" 2>&1 | grep -E "^\| B.*nvfp4"; rc=$((rc | PIPESTATUS[0]))
+        ./$D/cubinrt_bench --quick --nvfp4 --only "$only" --bundle $D/hd512_sm90.bundle --v-sf-order interleaved4 2>&1 | grep -E "^\| B.*nvfp4|interleave"; rc=$((rc | PIPESTATUS[0]))
+      done 2>&1 | tee "$OUT/vsf.log" ;;
     replay)  # small batches under CUDA-graph replay, against a bare launch replayed the same way
       CUBINRT_BENCH_MD=$OUT/replay.md ./$D/cubinrt_bench --quick --replay 2>&1 | tee "$OUT/replay.log"; rc=$((rc | PIPESTATUS[0])) ;;
     overlap)  # decode per launch, back to back, overlapping the launch before and in plain stream order,

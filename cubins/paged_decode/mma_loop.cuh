@@ -358,8 +358,9 @@ struct KvBases {
 // holds a warp's quarter of the blocks: issue_step).
 static_assert(!kVsfQuads || (kStep % 4 == 0 && kPageSize % 4 == 0 && kSfRowBytes % 4 == 0), "whole quads and groups of 4 blocks");
 static_assert(!kVsfQuads || !kDimSplit || kStages > 0, "the dim-split loop reads interleaved scale rows through the ring");
-// Byte of block s of token row r among rows of `row_bytes` (a quad's rows in order: the ring's,
-// or, from global memory, the quad's first row's offset plus the returned row's).
+// Where the V scale of block s (of the warp's kSfRowBytes) of the step's token row r sits: which
+// row of the step holds it (one of r's quad) and its byte in that row. The ring keeps a step's rows
+// in order, kSfRowBytes apart; from global memory each row is found through its page.
 struct VsfPlace {
   int row;
   int col;
@@ -503,9 +504,13 @@ __device__ __forceinline__ void read_step(const uint4* buf, int g, int t, StepLo
         const int r = v_token(u, t), s = (8 * j + g) * kVElems / 16;
         if constexpr (!kVsfQuads) {
           out.vsf[u][j] = load_scales<kVScales>(vsf + r * kSfRowBytes, s);
-        } else {  // the ring holds the quad's rows in order: its array is contiguous
-          const uint8_t* at = vsf + (r & ~3) * kSfRowBytes + 4 * s + (r & 3);
-          out.vsf[u][j] = kVScales == 2 ? at[0] | static_cast<uint32_t>(at[4]) << 8 : at[0];
+        } else {
+          out.vsf[u][j] = 0;
+#pragma unroll
+          for (int i = 0; i < kVScales; ++i) {
+            const VsfPlace at = vsf_place(r, s + i);
+            out.vsf[u][j] |= static_cast<uint32_t>(vsf[at.row * kSfRowBytes + at.col]) << (8 * i);
+          }
         }
       }
   }
