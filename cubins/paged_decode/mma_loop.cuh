@@ -359,8 +359,9 @@ struct KvBases {
 static_assert(!kVsfQuads || (kStep % 4 == 0 && kPageSize % 4 == 0 && kSfRowBytes % 4 == 0), "whole quads and groups of 4 blocks");
 static_assert(!kVsfQuads || !kDimSplit || kStages > 0, "the dim-split loop reads interleaved scale rows through the ring");
 // Where the V scale of block s (of the warp's kSfRowBytes) of the step's token row r sits: which
-// row of the step holds it (one of r's quad) and its byte in that row. The ring keeps a step's rows
-// in order, kSfRowBytes apart; from global memory each row is found through its page.
+// row of the step holds it (one of r's quad) and its byte in that row. From global memory each row
+// is found through its page (load_step); the ring keeps a step's rows in order, kSfRowBytes apart,
+// so read_step takes the same place as one offset.
 struct VsfPlace {
   int row;
   int col;
@@ -504,13 +505,10 @@ __device__ __forceinline__ void read_step(const uint4* buf, int g, int t, StepLo
         const int r = v_token(u, t), s = (8 * j + g) * kVElems / 16;
         if constexpr (!kVsfQuads) {
           out.vsf[u][j] = load_scales<kVScales>(vsf + r * kSfRowBytes, s);
-        } else {
-          out.vsf[u][j] = 0;
-#pragma unroll
-          for (int i = 0; i < kVScales; ++i) {
-            const VsfPlace at = vsf_place(r, s + i);
-            out.vsf[u][j] |= static_cast<uint32_t>(vsf[at.row * kSfRowBytes + at.col]) << (8 * i);
-          }
+        } else {  // vsf_place's row * kSfRowBytes + byte, as one offset into the quad's contiguous rows
+          // (the division and remainder, which ptxas keeps, cost head_dim 256's loop 16 instructions a step)
+          const uint8_t* at = vsf + (r & ~3) * kSfRowBytes + 4 * s + (r & 3);
+          out.vsf[u][j] = kVScales == 2 ? at[0] | static_cast<uint32_t>(at[4]) << 8 : at[0];
         }
       }
   }
