@@ -11,7 +11,7 @@ namespace kv_append {
 
 #define CUBINRT_ABI_FIELD_(type, name) \
   AbiField{#name, static_cast<uint32_t>(offsetof(CubinrtKvAppendParamsV2, name)), static_cast<uint32_t>(sizeof(CubinrtKvAppendParamsV2::name))},
-const AbiLayout& abi_v1() {
+const AbiLayout& abi_v2() {
   static const AbiLayout abi = make_abi_layout(CUBINRT_KV_APPEND_ABI_NAME, CUBINRT_KV_APPEND_ABI_VERSION, sizeof(CubinrtKvAppendParamsV2),
                                                {CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_ABI_FIELD_)}, CUBINRT_KV_APPEND_THREADS);
   return abi;
@@ -28,7 +28,7 @@ class KvAppendFamily final : public Family {
     return kAxes;
   }
   std::span<const AbiLayout* const> abis() const override {
-    static const AbiLayout* const abis[1] = {&abi_v1()};
+    static const AbiLayout* const abis[1] = {&abi_v2()};
     return abis;
   }
   Result<std::vector<KnownAnswer>> known_answers(const Runtime& runtime, std::span<const KernelKey> keys) const override {

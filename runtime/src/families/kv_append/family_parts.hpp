@@ -9,6 +9,6 @@ namespace cubinrt::kv_append {
 
 inline constexpr std::string_view kFamily = "kv_append";
 
-const AbiLayout& abi_v1();
+const AbiLayout& abi_v2();
 
 }  // namespace cubinrt::kv_append

@@ -1,7 +1,8 @@
 // The parameter ABI of the kv_append kernels, version 2: new K and V tokens written into a paged
-// cache, converted or quantized to its dtype. Version 2 appends the order of NVFP4's V scales. One X-macro list makes the host struct and the
-// kernel's parameter list, as for every family; the loader checks it against the cubin and the
-// driver. Plain C types only (nvcc and g++ both compile it).
+// cache, converted or quantized to its dtype (version 2 appends the order of NVFP4's V scales).
+// One X-macro list makes the host struct and the kernel's parameter list, as for every family;
+// the loader checks it against the cubin and the driver. Plain C types only (nvcc and g++ both
+// compile it).
 //
 // Launch: 1-D grid of blocks of CUBINRT_KV_APPEND_THREADS threads, walking work items
 // grid-stride: for a quantized cache (FP8, NVFP4) an item is a 16-element chunk of a token's head

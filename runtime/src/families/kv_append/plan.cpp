@@ -67,7 +67,7 @@ Result<KvAppendPlan> KvAppendPlan::create(const Runtime& runtime, const KvAppend
   plan.cache_dtype_ = CUBINRT_TRY(resolve_cache_dtype(s));
   plan.kernel_ = CUBINRT_TRY(runtime.kernel(kv_append_key(s.in_dtype, plan.cache_dtype_)));
   plan.overlap_ = takes_overlap(s.overlap, *plan.kernel_);
-  plan.param_bytes_ = kv_append::abi_v1().param_bytes;
+  plan.param_bytes_ = kv_append::abi_v2().param_bytes;
   return plan;
 }
 
