@@ -29,7 +29,8 @@ int64_t choose_splits(int64_t blocks, int64_t pages, int64_t multiprocessors, in
     const int64_t splits = (pages + per_split - 1) / per_split;
     const int64_t per_sm = (blocks * splits + multiprocessors - 1) / multiprocessors;
     const int64_t full_rounds = per_sm / resident, last_round = per_sm % resident;
-    const int64_t streamed = full_rounds * std::max(resident, saturating) + (last_round ? std::max(last_round, saturating) : 0);
+    // A full round saturates the SM (saturating never exceeds resident).
+    const int64_t streamed = full_rounds * resident + (last_round ? std::max(last_round, saturating) : 0);
     return Option{splits, double(streamed * per_split)};
   };
   std::vector<Option> options;

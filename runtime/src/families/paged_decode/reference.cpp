@@ -118,12 +118,14 @@ Problem make_problem(const DecodeShape& s, Dtype kv_dtype, std::vector<int32_t> 
 }
 
 namespace {
-// Index of the first scale of (page, token, kv head) in a problem's scale rows (contiguous in its layout).
-size_t sf_row(const DecodeShape& s, int64_t page, int64_t tok, int64_t h) {
+// Which row (page, token, kv head) is among a problem's rows of K, V or their scales, all
+// contiguous in its layout.
+size_t row_index(const DecodeShape& s, int64_t page, int64_t tok, int64_t h) {
   const size_t P = s.page_size, Hk = s.num_kv_heads;
-  const size_t r = s.layout == KvLayout::nhd ? (static_cast<size_t>(page) * P + tok) * Hk + h : (static_cast<size_t>(page) * Hk + h) * P + tok;
-  return r * (s.head_dim / 16);
+  return s.layout == KvLayout::nhd ? (static_cast<size_t>(page) * P + tok) * Hk + h : (static_cast<size_t>(page) * Hk + h) * P + tok;
 }
+// Index of the first scale of (page, token, kv head) in a problem's scale rows.
+size_t sf_row(const DecodeShape& s, int64_t page, int64_t tok, int64_t h) { return row_index(s, page, tok, h) * (s.head_dim / 16); }
 // Moves every scale of one order to its place in the other: to_order from linear, or back.
 std::vector<uint8_t> move_scales(const Problem& p, const std::vector<uint8_t>& sf, ScaleOrder order, bool to_order) {
   const DecodeShape& s = p.shape;
@@ -135,7 +137,8 @@ std::vector<uint8_t> move_scales(const Problem& p, const std::vector<uint8_t>& s
         for (int64_t b = 0; b < S; ++b) {
           const ScalePlace at = scale_place(order, t, b, S);
           const size_t linear = sf_row(s, page, t, h) + b, ordered = sf_row(s, page, at.row, h) + at.col;
-          (to_order ? out[ordered] : out[linear]) = to_order ? sf[linear] : sf[ordered];
+          if (to_order) out[ordered] = sf[linear];
+          else out[linear] = sf[ordered];
         }
   return out;
 }
@@ -167,10 +170,7 @@ Answer solve(const Problem& p, Dtype kv_as) {
   const bool scaled = fp8 || nvfp4;
   const std::vector<double> K = decode_cache(p.k, p.k_sf, scaled ? p.k_scale : 1.0),
                             V = decode_cache(p.v, nvfp4 ? move_scales(p, p.v_sf, s.v_sf_order, false) : p.v_sf, scaled ? p.v_scale : 1.0);
-  auto row = [&](int64_t page, size_t tok, size_t h) {
-    return s.layout == KvLayout::nhd ? ((static_cast<size_t>(page) * P + tok) * Hk + h) * D
-                                     : ((static_cast<size_t>(page) * Hk + h) * P + tok) * D;
-  };
+  auto row = [&](int64_t page, size_t tok, size_t h) { return row_index(s, page, static_cast<int64_t>(tok), static_cast<int64_t>(h)) * D; };
   Answer a;
   a.out.assign(s.batch * Hq * D, 0.0);
   a.lse.assign(s.batch * Hq, 0.0);
