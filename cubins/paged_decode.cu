@@ -9,6 +9,8 @@
 //   CUBINRT_G16        defined for the paged_decode_g16 family: 16 q heads a block, head_dim 128
 //   CUBINRT_VSF_INTERLEAVED  defined for the *_vsf_interleaved families (NVFP4 only): V's block
 //                      scales in TensorRT-LLM's 4-token interleave (docs/formats.md)
+//   CUBINRT_E2M1_CVT   defined for test-only twins: NVFP4 widened as with the hardware e2m1
+//                      conversion (paged_decode/common.cuh) on a target without it
 //
 // A block handles one (sequence, kv head, chunk of up to 8 q heads, or 16 in the paged_decode_g16
 // family's kernels, KV split). KV is read once per kv head for all q heads of the chunk (grouped-query
@@ -30,6 +32,7 @@
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp4.h>
 #include <cuda_fp8.h>
 #include <stdint.h>
 

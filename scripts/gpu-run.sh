@@ -6,6 +6,7 @@ OUT=${OUT:-/tmp/cubinrt-out}
 mkdir -p "$OUT"
 D=.device
 export CUBINRT_TEST_HD512_BUNDLE=$PWD/$D/hd512_sm90.bundle
+export CUBINRT_TEST_E2M1_CVT_BUNDLE=$PWD/$D/e2m1_cvt_sm90.bundle
 export CUBINRT_TEST_COPY_BUNDLE=$PWD/$D/test_copy.bundle
 export CUBINRT_TEST_PROBE_SM90=$PWD/$D/probe.sm_90.cubin
 {
@@ -31,7 +32,7 @@ for step in "$@"; do
       CUBINRT_BENCH_MD=$OUT/bench.md ./$D/cubinrt_bench 2>&1 | tee "$OUT/bench.log"; rc=$((rc | PIPESTATUS[0])) ;;
     experiments)  # kernel variants from bench/experiments/build.sh, timed like the default
       for b in $D/*.bundle; do
-        [[ $(basename "$b") == hd512_sm90.bundle || $(basename "$b") == test_copy.bundle || $(basename "$b") == trace* ]] && continue
+        [[ $(basename "$b") == hd512_sm90.bundle || $(basename "$b") == e2m1_cvt_sm90.bundle || $(basename "$b") == test_copy.bundle || $(basename "$b") == trace* ]] && continue
         echo "== experiment $(basename "$b" .bundle)"
         ./$D/cubinrt_bench --quick --only "${EXP_ONLY:-}" --bundle "$b" 2>&1; rc=$((rc | $?))
         CUBINRT_TEST_BUNDLE=$b ./$D/cubinrt_gpu_tests --gtest_filter='GpuDecode.EverySelected*' 2>&1 | grep -E "^\||OK|FAILED"; rc=$((rc | PIPESTATUS[0]))

@@ -3,7 +3,7 @@
 set -euo pipefail
 B=${1:-build}
 mkdir -p .device
-cp "$B/tests/cubinrt_gpu_tests" "$B/tests/cubinrt_multi_gpu_tests" "$B/tools/cubin-manifest" "$B/tests/hd512_sm90.bundle" "$B/tests/test_copy.bundle" .device/
+cp "$B/tests/cubinrt_gpu_tests" "$B/tests/cubinrt_multi_gpu_tests" "$B/tools/cubin-manifest" "$B/tests/hd512_sm90.bundle" "$B/tests/e2m1_cvt_sm90.bundle" "$B/tests/test_copy.bundle" .device/
 cp "$B/bench/cubinrt_bench" "$B/bench/bench_kernels.fatbin" "$B/tests/probe/probe.sm_90.cubin" .device/
 strip .device/cubinrt_gpu_tests .device/cubinrt_multi_gpu_tests .device/cubin-manifest .device/cubinrt_bench
 # The C ABI consumers and the shared library they load; the Python package as a cp312 wheel (the

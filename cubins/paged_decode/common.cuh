@@ -83,11 +83,12 @@ constexpr __nv_fp8_interpretation_t kFp8Kind = kKvDtype == CUBINRT_DTYPE_FP8_E4M
 __device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t two_codes) { return fp8x2_as_half2<kFp8Kind>(two_codes); }
 __device__ __forceinline__ uint32_t e4m3x2_to_half2(uint32_t two_scales) { return fp8x2_as_half2<__NV_E4M3>(two_scales); }
 
-// Eight e2m1 codes (NVFP4's elements, the low nibble first) as four half pairs, each the code's
-// value times 2^-14, exactly: the sign goes to bit 15 and the three magnitude bits (exponent and
-// mantissa) to bits 9-11, where half's exponent bias (15 against e2m1's 1) makes the value 2^-14
-// of e2m1's, and e2m1's one subnormal (0.5) lands on half's subnormal 2^-15. Word k holds codes k
-// and k + 4 (low and high half): pairing codes 16 bits apart lets one shift serve both halves.
+// Eight e2m1 codes (NVFP4's elements, the low nibble first), without the hardware conversion, as
+// four half pairs, each the code's value times 2^-14, exactly: the sign goes to bit 15 and the
+// three magnitude bits (exponent and mantissa) to bits 9-11, where half's exponent bias (15
+// against e2m1's 1) makes the value 2^-14 of e2m1's, and e2m1's one subnormal (0.5) lands on
+// half's subnormal 2^-15. Word k holds codes k and k + 4 (low and high half): pairing codes 16
+// bits apart lets one shift serve both halves.
 // 11 integer instructions for 8 elements; the caller owes the factor 2^14 (kKvUnit).
 __device__ __forceinline__ void e2m1x8_to_half2x4(uint32_t x, uint32_t* w) {
   constexpr uint32_t kHalves = 0x8e008e00u;  // sign and magnitude bits of both halves
@@ -102,6 +103,46 @@ __device__ __forceinline__ void e2m1x8_to_half2x4(uint32_t x, uint32_t* w) {
   w[2] = (even << 1) & kHalves;                   // 2 and 6
   w[3] = __funnelshift_r(odd, odd, 3) & kHalves;  // 3 and 7 (code 7's sign from bit 2 to 31)
 }
+
+// Where the target converts e2m1 in hardware (cvt.rn.f16x2.e2m1x2, one byte of two codes an
+// instruction: the family-specific targets sm_100a, sm_103a and sm_120a; the catalog's sm_120
+// entries are plain sm_120, without it), NVFP4 widens that way: neighbouring codes to a half pair,
+// at their exact values, so its words pair neighbouring dims as FP8's do. The sm_100a build of the
+// head_dim 128 loop then spends 4 instructions, not 11, on 8 codes of K, and 16, not 24, on 8
+// codes of two V rows. CUBINRT_E2M1_CVT builds that same source for another target with cuda_fp4.h's
+// software conversion (the same function's fallback, slow) in the instruction's place: the
+// test-only bundle's sm_90 twins, which check the SM100 kernels' indexing on the H200.
+#if defined(__CUDA_ARCH_FAMILY_SPECIFIC__) && __CUDA_ARCH_FAMILY_SPECIFIC__ >= 1000 && __CUDA_ARCH_FAMILY_SPECIFIC__ < 1300
+#define CUBINRT_E2M1_HARDWARE_ 1
+#else
+#define CUBINRT_E2M1_HARDWARE_ 0
+#endif
+#ifdef CUBINRT_E2M1_CVT
+constexpr bool kE2m1Cvt = kKvIsNvfp4;
+#else
+constexpr bool kE2m1Cvt = kKvIsNvfp4 && CUBINRT_E2M1_HARDWARE_;
+#endif
+
+// Eight e2m1 codes (the low nibble first) as four half pairs at their exact values: word k holds
+// codes 2k and 2k + 1 (low and high half), as cuda_fp4.h's __nv_cvt_fp4x2_to_halfraw2 orders them.
+__device__ __forceinline__ void e2m1x8_cvt_to_half2x4(uint32_t x, uint32_t* w) {
+#if CUBINRT_E2M1_HARDWARE_
+  // The bytes as .b8 operands: ptxas reads each in place (a byte selector), no shift or mask.
+  asm("{ .reg .b8 b0, b1, b2, b3;\n"
+      "  mov.b32 {b0, b1, b2, b3}, %4;\n"
+      "  cvt.rn.f16x2.e2m1x2 %0, b0;\n  cvt.rn.f16x2.e2m1x2 %1, b1;\n"
+      "  cvt.rn.f16x2.e2m1x2 %2, b2;\n  cvt.rn.f16x2.e2m1x2 %3, b3;\n}"
+      : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+      : "r"(x));
+#else
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const __half2_raw h = __nv_cvt_fp4x2_to_halfraw2(static_cast<__nv_fp4x2_storage_t>(x >> (8 * k)), __NV_E2M1);
+    w[k] = static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+  }
+#endif
+}
+#undef CUBINRT_E2M1_HARDWARE_
 
 // The 32-bit words of one load.
 __device__ __forceinline__ void words(const uint4& r, uint32_t* w) { w[0] = r.x; w[1] = r.y; w[2] = r.z; w[3] = r.w; }

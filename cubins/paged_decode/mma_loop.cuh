@@ -122,12 +122,14 @@ __device__ __forceinline__ ScoreBuf score_buf(Ring&, int) { return nullptr; }
 // and of q for the same lane: its first dim. Lanes t = 0..3 cover a row, 16 bytes each.
 __device__ __forceinline__ int k_word_dim(int w, int t) { return ((w / (kKElems / 2)) * 4 + t) * kKElems + 2 * (w % (kKElems / 2)); }
 // Word w of a V row a lane holds: rows g and g + 8 of dim tile w. Lanes g = 0..7 cover a row. The
-// word's two elements are dims v_word_dim and v_word_dim + kPairGap: neighbours, except NVFP4's,
-// whose words pair codes 4 apart (e2m1x8_to_half2x4); q and the output follow the same pairing.
-constexpr int kPairGap = kKvIsNvfp4 ? 4 : 1;
+// word's two elements are dims v_word_dim and v_word_dim + kPairGap: neighbours, except where
+// NVFP4 widens without the hardware conversion, whose words pair codes 4 apart
+// (e2m1x8_to_half2x4); q and the output follow the same pairing.
+constexpr bool kPairsApart = kKvIsNvfp4 && !kE2m1Cvt;
+constexpr int kPairGap = kPairsApart ? 4 : 1;
 __device__ __forceinline__ int v_word_dim(int w, int g) {
   const int r = w % (kVElems / 2), first = ((w / (kVElems / 2)) * 8 + g) * kVElems;
-  return kKvIsNvfp4 ? first + 8 * (r / 4) + r % 4 : first + 2 * r;
+  return kPairsApart ? first + 8 * (r / 4) + r % 4 : first + 2 * r;
 }
 // Token (within the step) of the u-th V row lane t holds: the k index of the P.V fragment.
 __device__ __forceinline__ int v_token(int u, int t) { return 16 * (u / 4) + 2 * t + (u & 1) + ((u >> 1) & 1) * 8; }
@@ -152,8 +154,15 @@ __device__ __forceinline__ void widen_fp8(uint32_t x, uint32_t* w) {
   else { w[0] = fp8x2_to_half2(x); w[1] = fp8x2_to_half2(x >> 16); }
 }
 
-// NVFP4: the e2m1 codes times 2^-14 as half (e2m1x8_to_half2x4), so the KV unit is 2^14.
-constexpr float kKvUnit = kKvIsNvfp4 ? 16384.f : kFp8Unit;
+// NVFP4: the e2m1 codes times 2^-14 as half (e2m1x8_to_half2x4), so the KV unit is 2^14; with
+// the hardware conversion they are exact.
+constexpr float kKvUnit = kKvIsNvfp4 ? (kE2m1Cvt ? 1.f : 16384.f) : kFp8Unit;
+
+// Eight e2m1 codes as four half pairs, the way this build widens them (kPairsApart, kKvUnit).
+__device__ __forceinline__ void e2m1x8_widen(uint32_t x, uint32_t* w) {
+  if constexpr (kE2m1Cvt) e2m1x8_cvt_to_half2x4(x, w);
+  else e2m1x8_to_half2x4(x, w);
+}
 
 // One load as mma words (two elements each, the lower dim in the low half; NVFP4: to_words_scaled).
 template <class Raw>
@@ -173,6 +182,7 @@ __device__ __forceinline__ void to_words(const Raw& r, uint32_t* w) {
 // e4m3 scale is exact in half: both factors are multiples of 2^-24 in half's terms (e2m1 of
 // 2^-15, e4m3 of 2^-9), with 2 and 4 significant bits, so every product is a multiple of 2^-24
 // with at most 6 significant bits and at most 6 x 448 x 2^-14 (half's subnormals included).
+// Unscaled (the hardware conversion) the products lie in [2^-10, 6 x 448], half's normal range.
 template <class Raw>
 __device__ __forceinline__ void to_words_scaled(const Raw& r, uint32_t sf, uint32_t* w) {
   constexpr int kN = sizeof(Raw) / 4;
@@ -182,7 +192,7 @@ __device__ __forceinline__ void to_words_scaled(const Raw& r, uint32_t sf, uint3
 #pragma unroll
   for (int i = 0; i < kN; ++i) {
     uint32_t c[4];
-    e2m1x8_to_half2x4(x[i], c);
+    e2m1x8_widen(x[i], c);
     const uint32_t scale = __byte_perm(s2, 0u, i / 2 == 0 ? 0x1010 : 0x3232);  // words 0-1: the first block
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -248,7 +258,7 @@ __device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV6& p, con
         words(x, qw[r] + (j * kVecsPerLoad + v) * 4);
       }
   }
-  if constexpr (kKvIsNvfp4) {
+  if constexpr (kPairsApart) {
     // NVFP4's words pair dims k and k + 4 of every 8 (kPairGap): q's follow.
 #pragma unroll
     for (int r = 0; r < kRows; ++r)
@@ -621,8 +631,20 @@ __device__ __forceinline__ void narrow_vt(const StepLoads& cur, int t0, int t_en
           const uint32_t sa = e4m3x2_to_half2(in_a ? cur.vsf[2 * p][j] : 0u), sb = e4m3x2_to_half2(in_b ? cur.vsf[2 * p + 1][j] : 0u);
           const uint32_t scale = __byte_perm(sa, sb, m / 2 == 0 ? 0x5410 : 0x7632);  // words 0-1: the first block
           uint32_t lo[4], hi[4];
-          e2m1x8_to_half2x4(__byte_perm(a, b, 0x5410), lo);  // codes 0-3 of each row: dims 8m + k
-          e2m1x8_to_half2x4(__byte_perm(a, b, 0x7632), hi);  // codes 4-7: dims 8m + k + 4
+          if constexpr (kE2m1Cvt) {
+            // Each row's codes as neighbour pairs (2k, 2k + 1), then the rows' pairs of one dim.
+            uint32_t ra[4], rb[4];
+            e2m1x8_cvt_to_half2x4(a, ra);
+            e2m1x8_cvt_to_half2x4(b, rb);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+              lo[k] = __byte_perm(ra[k], rb[k], 0x5410);  // dim 8m + 2k
+              hi[k] = __byte_perm(ra[k], rb[k], 0x7632);  // dim 8m + 2k + 1
+            }
+          } else {
+            e2m1x8_to_half2x4(__byte_perm(a, b, 0x5410), lo);  // codes 0-3 of each row: dims 8m + k
+            e2m1x8_to_half2x4(__byte_perm(a, b, 0x7632), hi);  // codes 4-7: dims 8m + k + 4
+          }
 #pragma unroll
           for (int k = 0; k < 4; ++k) {
             const __half2 l = __hmul2(*reinterpret_cast<const __half2*>(&lo[k]), *reinterpret_cast<const __half2*>(&scale));

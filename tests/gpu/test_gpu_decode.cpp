@@ -180,10 +180,38 @@ TEST(GpuDecode, HeadDim512FromTestBundle) {
   std::printf("%s", report.c_str());
 }
 
+// Test-bundle twins of SM100-only NVFP4 kernels, each against the float64 reference: three cases
+// of ragged lengths, both layouts, forced and chosen splits, whose groups route to the key's kernel
+// (over 8 q heads a kv head for the 16-head families), with V's scales in the order its family
+// reads. Returns the report's rows, `what` saying what the twin is.
+std::string check_nvfp4_twins(const Runtime& rt, const std::vector<KernelKey>& keys, std::string_view what) {
+  std::string report;
+  for (const KernelKey& key : keys) {
+    const bool wide = key.family.find("g16") != std::string::npos;
+    const ScaleOrder order = key.family.find("vsf_interleaved") != std::string::npos ? ScaleOrder::interleaved4 : ScaleOrder::linear;
+    const std::vector<Case> cases = {{3, wide ? 24u : 8u, 2, {5, 1500, 4099}, KvLayout::nhd, 0}, {2, wide ? 12u : 4u, 1, {300, 17}, KvLayout::hnd, 2},
+                                     {2, wide ? 32u : 12u, 2, {700, 66}, KvLayout::hnd, 0}};
+    double worst = 0, worst_lse = 0;
+    uint64_t seed = 91;
+    for (const Case& c : cases) {
+      double lse_err = 0;
+      worst = std::max(worst, run_case(rt, key, c, seed++, &lse_err, order));
+      worst_lse = std::max(worst_lse, lse_err);
+    }
+    EXPECT_LE(worst, ref::tolerance(decode_axes(key).q_dtype)) << key.family << " " << key.str();
+    EXPECT_LE(worst_lse, ref::tolerance(decode_axes(key).q_dtype)) << key.family << " " << key.str();
+    report += fmt::format("| {} {} (test bundle, sm_90, {}) | {:.2e} | {:.2e} | {:.0e} |\n", key.family, rt.kernel(key).value()->entry->id, what,
+                          worst, worst_lse, ref::tolerance(decode_axes(key).q_dtype));
+  }
+  if (const char* path = std::getenv("CUBINRT_REPORT")) std::ofstream(path, std::ios::app) << report;
+  std::printf("%s", report.c_str());
+  return report;
+}
+
 // NVFP4 caches with V scales in TensorRT-LLM's 4-token interleave are read by SM100-only kernels;
 // their numerics are checked here from the same source built for sm_90 into the test-only bundle:
 // head_dim 64 (the register loop), 128, 256 and 512 (the dim-split loop, whose warps copy a
-// quad's row each), and the 16-head kernel, both layouts, ragged lengths, forced and chosen splits.
+// quad's row each), and the 16-head kernel.
 TEST(GpuDecode, Nvfp4InterleavedVScalesFromTestBundle) {
   CUBINRT_REQUIRE_GPU();
   RuntimeOptions o;
@@ -193,25 +221,27 @@ TEST(GpuDecode, Nvfp4InterleavedVScalesFromTestBundle) {
   o.required.push_back(decode_vsf_interleaved_key(128, Dtype::fp16, 32, /*sixteen_heads=*/true));
   auto rt = Runtime::create(o);
   CUBINRT_ASSERT_OK(rt);
-  std::string report;
-  for (const KernelKey& key : o.required) {
-    const bool wide = key.family == "paged_decode_g16_vsf_interleaved";
-    const std::vector<Case> cases = {{3, wide ? 24u : 8u, 2, {5, 1500, 4099}, KvLayout::nhd, 0}, {2, wide ? 12u : 4u, 1, {300, 17}, KvLayout::hnd, 2},
-                                     {2, wide ? 32u : 12u, 2, {700, 66}, KvLayout::hnd, 0}};
-    double worst = 0, worst_lse = 0;
-    uint64_t seed = 91;
-    for (const Case& c : cases) {
-      double lse_err = 0;
-      worst = std::max(worst, run_case(**rt, key, c, seed++, &lse_err, ScaleOrder::interleaved4));
-      worst_lse = std::max(worst_lse, lse_err);
-    }
-    EXPECT_LE(worst, ref::tolerance(decode_axes(key).q_dtype)) << key.str();
-    EXPECT_LE(worst_lse, ref::tolerance(decode_axes(key).q_dtype)) << key.str();
-    report += fmt::format("| {} (test bundle, sm_90, V scales interleaved) | {:.2e} | {:.2e} | {:.0e} |\n", (*rt)->kernel(key).value()->entry->id,
-                          worst, worst_lse, ref::tolerance(decode_axes(key).q_dtype));
-  }
-  if (const char* path = std::getenv("CUBINRT_REPORT")) std::ofstream(path, std::ios::app) << report;
-  std::printf("%s", report.c_str());
+  check_nvfp4_twins(**rt, o.required, "V scales interleaved");
+}
+
+// The SM100 NVFP4 kernels widen e2m1 with the hardware conversion (neighbouring dims paired, exact
+// values): their twins, the same source built for sm_90 with cuda_fp4.h's software conversion in
+// the instruction's place (tests/catalogs/e2m1_cvt_sm90.json), check everything but the
+// instruction on the H200: each loop (head_dim 64 to 512), the 16-head kernels, both V-scale orders.
+TEST(GpuDecode, Nvfp4HardwareConversionTwinsFromTestBundle) {
+  CUBINRT_REQUIRE_GPU();
+  RuntimeOptions o;
+  o.driver = gpu().driver;
+  o.bundle_path = build_file("CUBINRT_TEST_E2M1_CVT_BUNDLE", CUBINRT_TEST_E2M1_CVT_BUNDLE);
+  for (uint32_t hd : {64u, 128u, 256u, 512u}) o.required.push_back(decode_key(hd, Dtype::bf16, Dtype::nvfp4, 16));
+  o.required.push_back(decode_key(128, Dtype::fp16, Dtype::nvfp4, 32));
+  o.required.push_back(decode_g16_key(128, Dtype::bf16, Dtype::nvfp4, 16));
+  for (uint32_t hd : {128u, 512u}) o.required.push_back(decode_vsf_interleaved_key(hd, Dtype::bf16, 16));
+  o.required.push_back(decode_vsf_interleaved_key(128, Dtype::fp16, 32, /*sixteen_heads=*/true));
+  auto rt = Runtime::create(o);
+  CUBINRT_ASSERT_OK(rt);
+  ASSERT_EQ((*rt)->available().size(), o.required.size()) << "the twin bundle holds exactly these kernels";
+  check_nvfp4_twins(**rt, o.required, "hardware e2m1 conversion's pairing");
 }
 
 }  // namespace
