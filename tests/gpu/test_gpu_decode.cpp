@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "families/paged_decode/family_parts.hpp"
 #include "families/paged_decode/reference.hpp"
 #include "cubinrt/selfcheck.hpp"
 #include "support/gpu.hpp"
@@ -183,12 +184,12 @@ TEST(GpuDecode, HeadDim512FromTestBundle) {
 // Test-bundle twins of SM100-only NVFP4 kernels, each against the float64 reference: three cases
 // of ragged lengths, both layouts, forced and chosen splits, whose groups route to the key's kernel
 // (over 8 q heads a kv head for the 16-head families), with V's scales in the order its family
-// reads. Returns the report's rows, `what` saying what the twin is.
-std::string check_nvfp4_twins(const Runtime& rt, const std::vector<KernelKey>& keys, std::string_view what) {
+// reads. Reports a row a kernel, `what` saying what the twin is.
+void check_nvfp4_twins(const Runtime& rt, const std::vector<KernelKey>& keys, std::string_view what) {
   std::string report;
   for (const KernelKey& key : keys) {
-    const bool wide = key.family.find("g16") != std::string::npos;
-    const ScaleOrder order = key.family.find("vsf_interleaved") != std::string::npos ? ScaleOrder::interleaved4 : ScaleOrder::linear;
+    const bool wide = paged_decode::is_g16_family(key.family);
+    const ScaleOrder order = paged_decode::is_vsf_interleaved_family(key.family) ? ScaleOrder::interleaved4 : ScaleOrder::linear;
     const std::vector<Case> cases = {{3, wide ? 24u : 8u, 2, {5, 1500, 4099}, KvLayout::nhd, 0}, {2, wide ? 12u : 4u, 1, {300, 17}, KvLayout::hnd, 2},
                                      {2, wide ? 32u : 12u, 2, {700, 66}, KvLayout::hnd, 0}};
     double worst = 0, worst_lse = 0;
@@ -205,7 +206,6 @@ std::string check_nvfp4_twins(const Runtime& rt, const std::vector<KernelKey>& k
   }
   if (const char* path = std::getenv("CUBINRT_REPORT")) std::ofstream(path, std::ios::app) << report;
   std::printf("%s", report.c_str());
-  return report;
 }
 
 // NVFP4 caches with V scales in TensorRT-LLM's 4-token interleave are read by SM100-only kernels;
