@@ -434,91 +434,137 @@ __device__ __forceinline__ int staged(int r, int c) {
   else return r * kRowChunks + (c ^ (((r & 1) << 2) ^ (r & 6)));
 }
 
-__device__ __forceinline__ void cp_async16(uint4* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))), "l"(src) : "memory");
+// The ring is addressed in the shared state space, 32 bits: a chunk of a slot is then one add from
+// the slot's address, where generic pointers cost every step the CTA's shared window (S2UR, ULEA)
+// and a scaled add per load.
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory"); }
 // An NVFP4 scale row: 8 bytes (head_dim 128: through L1, the only way 8-byte copies go) or 16.
 template <int kBytes>
-__device__ __forceinline__ void cp_async_row(void* dst, const void* src) {
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  if constexpr (kBytes == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
-  else asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(d), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async_row(uint32_t dst, const void* src) {
+  if constexpr (kBytes == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(src) : "memory");
+}
+// Loads from the ring, at a shared address: as plain loads through the generic pointer that the
+// compiler sees come from the shared window (so they are LDS with the address as it is, and
+// ptxas schedules them as it likes, where asm loads would pin their order).
+template <class Raw>
+__device__ __forceinline__ Raw lds(uint32_t a) { return *static_cast<const Raw*>(__cvta_shared_to_generic(a)); }
+__device__ __forceinline__ uint32_t lds_u8(uint32_t a) { return *static_cast<const uint8_t*>(__cvta_shared_to_generic(a)); }
+__device__ __forceinline__ uint32_t lds_u16(uint32_t a) { return *static_cast<const unsigned short*>(__cvta_shared_to_generic(a)); }
+template <int kCount>
+__device__ __forceinline__ uint32_t lds_scales(uint32_t a) {
+  if constexpr (kCount == 2) return lds_u16(a);
+  else return lds_u8(a);
 }
 
-// Starts copying one warp step's K and V rows into `buf`: the warp's lanes take consecutive
-// chunks, so each row is read as whole 32-byte sectors. Copy k of a lane is row r0 + k * kCopyRows
-// of the step at chunk c; within a 16-token group the rows are one token stride apart, so each copy
-// after a group's first adds a fixed distance to the last one's address rather than computing its
-// own (docs/kernels.md, "Instructions a step").
-__device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV6& p, const StepPages& sp, int lane, const KvBases& kv, int t0,
-                                           uint4* buf) {
+// Tokens between a warp's steps: warps that split the tokens take every kWarps-th step; warps that
+// split the dims, every step.
+constexpr int kStride = kDimSplit ? kStep : kWarps * kStep;
+static_assert(kStages == 0 || kLookups == 1, "a staged step lies in one page");
+// Where a step sits in its page is the same for all of a warp's steps where the stride is a
+// multiple of the page (every catalog variant but page 64 with 8-token steps, and head_dim 512's
+// dim split at pages 32 and 64).
+constexpr bool kInPageFixed = kStride % kPageSize == 0;
+
+// What a lane's copies of every staged step share beyond the kv head's K and V (KvBases),
+// computed once a warp (copy_lane): where the warp's first token sits in its page and, for NVFP4,
+// the lane's scale-row source at page 0. The lane's row and chunk of K and V are recomputed each
+// step from the lane index rather than kept: the 16-head bf16 loop has no register to spare.
+struct CopyLane {
+  const uint8_t* sf;  // NVFP4 (lanes below 2 kStep): K's scale row, or V's
+  int in_page;        // the warp's first token's place in its page
+};
+__device__ __forceinline__ CopyLane copy_lane(const CubinrtPagedDecodeParamsV6& p, int lane, const KvBases& kv, int first) {
+  CopyLane cl;
+  cl.in_page = first & (kPageSize - 1);
+  cl.sf = nullptr;
+  if constexpr (kKvIsNvfp4) {
+    const int row = lane % kStep;
+    const bool is_v = lane >= kStep;
+    int row_at = row, extra = 0;
+    // Interleaved, a warp's quarter of head_dim 512's 32 blocks is bytes 32 w to 32 w + 31 of each
+    // quad's array: all of the quad's row w, which the warp's 4 lanes of the quad copy in 4 parts,
+    // so that its staged quad reads as head_dim 128's.
+    if constexpr (kVsfQuads && kDimSplit) {
+      static_assert(kWarps == 4, "a warp's blocks of a quad are one row of it");
+      if (is_v) { row_at = (row & ~3) + kv.slice; extra = ((row & 3) - kv.slice) * kSfRowBytes; }
+    }
+    cl.sf = (is_v ? kv.vsf : kv.ksf) + static_cast<int64_t>(cl.in_page + row_at) * p.sf_stride_token + extra;
+  }
+  return cl;
+}
+
+// Starts copying one warp step's K and V rows into the slot at `slot`: the warp's lanes take
+// consecutive chunks, so each row is read as whole 32-byte sectors. Copy k of a lane is row
+// r0 + k * kCopyRows of the step at chunk c, a fixed distance after copy k - 1 (a step never
+// leaves its page), and V's copies are K's moved by the distance between the caches; what a step
+// computes is its page's offset (and, where the steps do not keep their place in the page, that
+// place): docs/kernels.md, "Instructions a step".
+__device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV6& p, const KvBases& kv, const CopyLane& cl, int32_t page, int t0,
+                                           int lane, uint32_t slot) {
   static_assert(32 % kRowChunks == 0, "a copy of the warp covers whole rows");
   constexpr int kCopyRows = 32 / kRowChunks;
   const int r0 = lane / kRowChunks, c = lane % kRowChunks;
-  int64_t off = 0;
+  // Pages are indices, never negative: unsigned, the product is one wide multiply.
+  const uint64_t pg = static_cast<uint32_t>(page);
+  const int in_page = kInPageFixed ? cl.in_page : t0 & (kPageSize - 1);
+  const char* src = kv.k + static_cast<int64_t>(pg * static_cast<uint64_t>(p.kv_stride_page * kKvBytes)) +
+                    (in_page + r0) * p.kv_stride_token * kKvBytes + c * 16;
+  const int64_t v_minus_k = kv.v - kv.k;
 #pragma unroll
   for (int k = 0; k < kStepChunks / 32; ++k) {
-    const int row = r0 + k * kCopyRows;
-    // 32 chunks never straddle a 16-token group (a group is 16 * kRowChunks >= 64 chunks).
-    const int grp = k * kCopyRows / kGroupTokens;
-    if (k * kCopyRows % kGroupTokens == 0) off = group_base(p, sp, t0, grp, r0) * kKvBytes + c * 16;
-    else off += kCopyRows * p.kv_stride_token * kKvBytes;
-    cp_async16(buf + staged(row, c), kv.k + off);
-    cp_async16(buf + kStepChunks + staged(row, c), kv.v + off);
+    const uint32_t dst = slot + 16 * staged(r0 + k * kCopyRows, c);
+    cp_async16(dst, src);
+    cp_async16(dst + 16 * kStepChunks, src + v_minus_k);
+    src += kCopyRows * p.kv_stride_token * kKvBytes;
   }
   if constexpr (kKvIsNvfp4) {
-    // Lanes 0 .. kStep - 1 copy K's scale rows, the next kStep V's.
+    // Lanes 0 .. kStep - 1 copy K's scale rows, the next kStep V's (copy_lane chose the source).
     if (lane < 2 * kStep) {
-      const int row = lane % kStep;
-      const bool is_v = lane >= kStep;
-      char* dst = reinterpret_cast<char*>(buf + 2 * kStepChunks + (is_v ? kSfChunks : 0)) + row * kSfRowBytes;
-      const uint8_t* src = (is_v ? kv.vsf : kv.ksf) + sf_row(p, sp, t0, row);
-      // Interleaved, a warp's quarter of head_dim 512's 32 blocks is bytes 32 w to 32 w + 31 of each
-      // quad's array: all of the quad's row w, which the warp's 4 lanes of the quad copy in 4 parts,
-      // so that its staged quad reads as head_dim 128's does.
-      if constexpr (kVsfQuads && kDimSplit) {
-        static_assert(kWarps == 4, "a warp's blocks of a quad are one row of it");
-        if (is_v) src = kv.vsf - kv.slice * kSfRowBytes + sf_row(p, sp, t0, (row & ~3) + kv.slice) + (row & 3) * kSfRowBytes;
-      }
-      cp_async_row<kSfRowBytes>(dst, src);
+      const uint32_t dst = slot + 16 * 2 * kStepChunks + (lane >= kStep ? 16 * kSfChunks : 0) + (lane % kStep) * kSfRowBytes;
+      cp_async_row<kSfRowBytes>(dst, cl.sf + static_cast<int64_t>(pg * static_cast<uint64_t>(p.sf_stride_page)) + (in_page - cl.in_page) * p.sf_stride_token);
     }
   }
 }
 
-// A staged step's K and V as the lane's operand loads (the same rows and chunks load_step takes).
-__device__ __forceinline__ void read_step(const uint4* buf, int g, int t, StepLoads& out) {
+// A staged step's K and V as the lane's operand loads (the same rows and chunks load_step takes),
+// from the slot at `slot`.
+__device__ __forceinline__ void read_step(uint32_t slot, int g, int t, StepLoads& out) {
 #pragma unroll
   for (int n = 0; n < kTiles; ++n)
 #pragma unroll
-    for (int j = 0; j < kKLoads; ++j) out.k[n][j] = *reinterpret_cast<const KRaw*>(buf + staged(n * 8 + g, 4 * j + t));
+    for (int j = 0; j < kKLoads; ++j) out.k[n][j] = lds<KRaw>(slot + 16 * staged(n * 8 + g, 4 * j + t));
 #pragma unroll
   for (int u = 0; u < kVTokens; ++u)
 #pragma unroll
     for (int j = 0; j < kVLoads; ++j) {
       const int at = (8 * j + g) * kVLoadBytes;  // the load's first byte in its row (NVFP4's 8-byte loads: half a chunk)
-      out.v[u][j] = *reinterpret_cast<const VRaw*>(reinterpret_cast<const char*>(buf + kStepChunks + staged(v_token(u, t), at / 16)) + at % 16);
+      out.v[u][j] = lds<VRaw>(slot + 16 * (kStepChunks + staged(v_token(u, t), at / 16)) + at % 16);
     }
   if constexpr (kKvIsNvfp4) {
-    const uint8_t* ksf = reinterpret_cast<const uint8_t*>(buf + 2 * kStepChunks);
-    const uint8_t* vsf = ksf + kSfChunks * 16;
+    const uint32_t ksf = slot + 16 * 2 * kStepChunks;
+    const uint32_t vsf = ksf + 16 * kSfChunks;
 #pragma unroll
     for (int n = 0; n < kTiles; ++n)
 #pragma unroll
-      for (int j = 0; j < kKLoads; ++j) out.ksf[n][j] = load_scales<kKScales>(ksf + (n * 8 + g) * kSfRowBytes, (4 * j + t) * kKElems / 16);
+      for (int j = 0; j < kKLoads; ++j) out.ksf[n][j] = lds_scales<kKScales>(ksf + (n * 8 + g) * kSfRowBytes + (4 * j + t) * kKElems / 16);
 #pragma unroll
     for (int u = 0; u < kVTokens; ++u)
 #pragma unroll
       for (int j = 0; j < kVLoads; ++j) {
         const int r = v_token(u, t), s = (8 * j + g) * kVElems / 16;
         if constexpr (!kVsfQuads) {
-          out.vsf[u][j] = load_scales<kVScales>(vsf + r * kSfRowBytes, s);
+          out.vsf[u][j] = lds_scales<kVScales>(vsf + r * kSfRowBytes + s);
         } else {  // vsf_place's row * kSfRowBytes + byte, as one offset into the quad's contiguous rows
           // (the division and remainder, which ptxas keeps, cost head_dim 256's loop 16 instructions a step)
-          const uint8_t* at = vsf + (r & ~3) * kSfRowBytes + 4 * s + (r & 3);
-          out.vsf[u][j] = kVScales == 2 ? at[0] | static_cast<uint32_t>(at[4]) << 8 : at[0];
+          const uint32_t at = vsf + (r & ~3) * kSfRowBytes + 4 * s + (r & 3);
+          out.vsf[u][j] = kVScales == 2 ? lds_u8(at) | lds_u8(at + 4) << 8 : lds_u8(at);
         }
       }
   }
@@ -786,40 +832,44 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV6& p, 
   const char* vbase = static_cast<const char*>(p.v_cache) + head;
   const int64_t sf_head = kKvIsNvfp4 ? static_cast<int64_t>(w.kvh) * p.sf_stride_head + dim0(w) / 16 : 0;
   const KvBases kv{kbase, vbase, kKvIsNvfp4 ? p.k_sf + sf_head : nullptr, kKvIsNvfp4 ? p.v_sf + sf_head : nullptr, kDimSplit ? w.warp : 0};
-  // Warps that split the tokens take every kWarps-th step; warps that split the dims, every step.
-  constexpr int kStride = kDimSplit ? kStep : kWarps * kStep;
   const int first = w.t_begin + (kDimSplit ? 0 : w.warp * kStep);
   ScoreShare share{nullptr, w.warp, w.lane, qf};
 
   if constexpr (kStages > 0) {
-    uint4* ring = stage.chunk + w.warp * kStages * kStageChunks;
+    constexpr uint32_t kSlotBytes = 16 * kStageChunks, kRingBytes = kRing * kSlotBytes;
+    const uint32_t ring = smem_addr(stage.chunk + w.warp * kStages * kStageChunks);
+    const CopyLane cl = copy_lane(p, w.lane, kv, first);
     const int steps = first < w.t_end ? (w.t_end - first + kStride - 1) / kStride : 0;
     // Every iteration commits one group (empty past the last step), so "all but the newest
     // kStages - 1 groups done" always means "this step's group done".
 #pragma unroll
     for (int k = 0; k < kStages - 1; ++k) {
-      if (k < steps) issue_step(p, step_pages(pages, first + k * kStride, w.t_end), w.lane, kv, first + k * kStride, ring + k * kStageChunks);
+      const int t0 = first + k * kStride;
+      if (k < steps) issue_step(p, kv, cl, step_pages(pages, t0, w.t_end).page[0], t0, w.lane, ring + k * kSlotBytes);
       cp_async_commit();
     }
-    // Each step's pages are looked up one iteration before its copies go out, so the block-table
+    // Each step's page is looked up one iteration before its copies go out, so the block-table
     // load never stalls the issue.
-    StepPages next{};
-    if (kStages - 1 < steps) next = step_pages(pages, first + (kStages - 1) * kStride, w.t_end);
-    // Slots are taken modulo kRing from the step: counters advanced each step save a few
-    // instructions but hold registers, and made ptxas spill the 16-head kernel's loop.
+    int32_t next = 0;
+    if (kStages - 1 < steps) next = step_pages(pages, first + (kStages - 1) * kStride, w.t_end).page[0];
+    // Step k reads slot k mod kRing and refills the slot step k - 1 read (step k + kStages - 1's):
+    // an offset advanced a slot a step (a modulo of the step index costs 5 instructions a use).
+    uint32_t at = 0;
     const auto step = [&](int k, auto whole) {
       const int ahead = k + kStages - 1;  // into the slot step k - 1 used, which every lane has read
-      if (ahead < steps) issue_step(p, next, w.lane, kv, first + ahead * kStride, ring + (ahead % kRing) * kStageChunks);
-      if (ahead + 1 < steps) next = step_pages(pages, first + (ahead + 1) * kStride, w.t_end);
+      const uint32_t before = at == 0 ? kRingBytes - kSlotBytes : at - kSlotBytes;
+      if (ahead < steps) issue_step(p, kv, cl, next, first + ahead * kStride, w.lane, ring + before);
+      if (ahead + 1 < steps) next = step_pages(pages, first + (ahead + 1) * kStride, w.t_end).page[0];
       cp_async_commit();
       cp_async_wait<kStages - 1>();
       __syncwarp();  // the other lanes' copies of step k are visible
       if (k == 0) CUBINRT_TRACE_FIRST_STEP();
       StepLoads cur;
-      read_step(ring + (k % kRing) * kStageChunks, g, t, cur);
+      read_step(ring + at, g, t, cur);
       share.buf = score_buf(stage, k);
       consume_step<kHi, decltype(whole)::value>(cur, first + k * kStride, w.t_end, g, t, q, sscale, r, share);
       __syncwarp();  // every lane has read step k before its slot is refilled
+      at = at + kSlotBytes == kRingBytes ? 0 : at + kSlotBytes;
     };
     // Only a warp's last step can reach past t_end (each step starts kStride >= kStep tokens
     // before the next), so the loop runs the unmasked math and the last step the masked one.
