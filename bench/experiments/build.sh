@@ -10,7 +10,7 @@ out=$B/experiments/$name; mkdir -p "$out" .device
 dtype() { echo "CUBINRT_DTYPE_${1^^}"; }  # the dtype table's macro (cubinrt/dtypes.h)
 pids=()
 # Each variant of the experiment catalog: family:head_dim (paged_decode_g16 is built with CUBINRT_G16).
-for fh in paged_decode:128 paged_decode:256 paged_decode_g16:128; do for kv in bf16 fp8_e4m3; do
+for fh in paged_decode:128 paged_decode:256 paged_decode_g16:128; do for kv in bf16 fp8_e4m3 nvfp4; do
   fam=${fh%:*}; hd=${fh#*:}
   id=$fam.sm_90.hd$hd.bf16.$kv.p16
   extra_var=EXP_hd${hd}_${kv}

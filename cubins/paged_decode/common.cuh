@@ -83,15 +83,6 @@ constexpr __nv_fp8_interpretation_t kFp8Kind = kKvDtype == CUBINRT_DTYPE_FP8_E4M
 __device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t two_codes) { return fp8x2_as_half2<kFp8Kind>(two_codes); }
 __device__ __forceinline__ uint32_t e4m3x2_to_half2(uint32_t two_scales) { return fp8x2_as_half2<__NV_E4M3>(two_scales); }
 
-// (x & kMask) | (y & ~kMask) as one LOP3: written in C, ptxas builds it from the two masks as two
-// (the mask and its complement are different immediates to it), 13 instructions where 11 do.
-template <uint32_t kMask>
-__device__ __forceinline__ uint32_t select_bits(uint32_t x, uint32_t y) {
-  uint32_t r;
-  asm("lop3.b32 %0, %1, %2, %3, 0xe4;" : "=r"(r) : "r"(x), "r"(y), "n"(kMask));  // 0xe4: (a & c) | (b & ~c)
-  return r;
-}
-
 // Eight e2m1 codes (NVFP4's elements, the low nibble first), without the hardware conversion, as
 // four half pairs, each the code's value times 2^-14, exactly: the sign goes to bit 15 and the
 // three magnitude bits (exponent and mantissa) to bits 9-11, where half's exponent bias (15
@@ -105,8 +96,8 @@ __device__ __forceinline__ void e2m1x8_to_half2x4(uint32_t x, uint32_t* w) {
   const uint32_t a = __funnelshift_l(x, x, 3);
   // Even codes: magnitude in bits 0-2 of their byte, sign in bit 6; odd codes: bits 4-6 and bit 10
   // (code 7: bits 28-30 and, wrapped, bit 2).
-  const uint32_t even = select_bits<0x07070707u>(x, a);
-  const uint32_t odd = select_bits<0x70707070u>(x, a);
+  const uint32_t even = (x & 0x07070707u) | (a & ~0x07070707u);
+  const uint32_t odd = (x & 0x70707070u) | (a & ~0x70707070u);
   w[0] = (even << 9) & kHalves;                   // codes 0 and 4
   w[1] = (odd << 5) & kHalves;                    // 1 and 5
   w[2] = (even << 1) & kHalves;                   // 2 and 6
