@@ -339,10 +339,10 @@ __device__ __forceinline__ StepPages step_pages(const int32_t* pages, int t0, in
   return sp;
 }
 
-// Element offset (within a kv head) of token `row` of group i of the step at t0 (tokens are never
-// negative: the unsigned modulo is a mask).
-__device__ __forceinline__ int64_t group_base(const CubinrtPagedDecodeParamsV6& p, const StepPages& sp, int t0, int i, int row = 0) {
-  const int tok = static_cast<int>(static_cast<unsigned>(t0 + i * kGroupTokens) % kPageSize) + row;
+// Element offset (within a kv head) of the first token of group i of the step at t0 (tokens are
+// never negative: the unsigned modulo is a mask).
+__device__ __forceinline__ int64_t group_base(const CubinrtPagedDecodeParamsV6& p, const StepPages& sp, int t0, int i) {
+  const int tok = static_cast<int>(static_cast<unsigned>(t0 + i * kGroupTokens) % kPageSize);
   return static_cast<int64_t>(sp.page[i]) * p.kv_stride_page + static_cast<int64_t>(tok) * p.kv_stride_token;
 }
 
@@ -453,15 +453,9 @@ __device__ __forceinline__ void cp_async_row(uint32_t dst, const void* src) {
 // Loads from the ring, at a shared address: as plain loads through the generic pointer that the
 // compiler sees come from the shared window (so they are LDS with the address as it is, and
 // ptxas schedules them as it likes, where asm loads would pin their order).
+__device__ __forceinline__ const uint8_t* ring_bytes(uint32_t a) { return static_cast<const uint8_t*>(__cvta_shared_to_generic(a)); }
 template <class Raw>
-__device__ __forceinline__ Raw lds(uint32_t a) { return *static_cast<const Raw*>(__cvta_shared_to_generic(a)); }
-__device__ __forceinline__ uint32_t lds_u8(uint32_t a) { return *static_cast<const uint8_t*>(__cvta_shared_to_generic(a)); }
-__device__ __forceinline__ uint32_t lds_u16(uint32_t a) { return *static_cast<const unsigned short*>(__cvta_shared_to_generic(a)); }
-template <int kCount>
-__device__ __forceinline__ uint32_t lds_scales(uint32_t a) {
-  if constexpr (kCount == 2) return lds_u16(a);
-  else return lds_u8(a);
-}
+__device__ __forceinline__ Raw lds(uint32_t a) { return *reinterpret_cast<const Raw*>(ring_bytes(a)); }
 
 // Tokens between a warp's steps: warps that split the tokens take every kWarps-th step; warps that
 // split the dims, every step.
@@ -553,18 +547,18 @@ __device__ __forceinline__ void read_step(uint32_t slot, int g, int t, StepLoads
 #pragma unroll
     for (int n = 0; n < kTiles; ++n)
 #pragma unroll
-      for (int j = 0; j < kKLoads; ++j) out.ksf[n][j] = lds_scales<kKScales>(ksf + (n * 8 + g) * kSfRowBytes + (4 * j + t) * kKElems / 16);
+      for (int j = 0; j < kKLoads; ++j) out.ksf[n][j] = load_scales<kKScales>(ring_bytes(ksf + (n * 8 + g) * kSfRowBytes + (4 * j + t) * kKElems / 16), 0);
 #pragma unroll
     for (int u = 0; u < kVTokens; ++u)
 #pragma unroll
       for (int j = 0; j < kVLoads; ++j) {
         const int r = v_token(u, t), s = (8 * j + g) * kVElems / 16;
         if constexpr (!kVsfQuads) {
-          out.vsf[u][j] = lds_scales<kVScales>(vsf + r * kSfRowBytes + s);
+          out.vsf[u][j] = load_scales<kVScales>(ring_bytes(vsf + r * kSfRowBytes + s), 0);
         } else {  // vsf_place's row * kSfRowBytes + byte, as one offset into the quad's contiguous rows
           // (the division and remainder, which ptxas keeps, cost head_dim 256's loop 16 instructions a step)
-          const uint32_t at = vsf + (r & ~3) * kSfRowBytes + 4 * s + (r & 3);
-          out.vsf[u][j] = kVScales == 2 ? lds_u8(at) | lds_u8(at + 4) << 8 : lds_u8(at);
+          const uint8_t* at = ring_bytes(vsf + (r & ~3) * kSfRowBytes + 4 * s + (r & 3));
+          out.vsf[u][j] = kVScales == 2 ? at[0] | static_cast<uint32_t>(at[4]) << 8 : at[0];
         }
       }
   }
