@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "cubinrt/dtypes.h"
+#include "e2m1_encode.cuh"
 #include "grid_dependency.cuh"
 #include "kv_append_abi.h"
 
@@ -35,28 +36,29 @@ static_assert(kCache == kIn || CUBINRT_DTYPE_IS_FP8(kCache) || kCache == CUBINRT
 using In = typename std::conditional<kIn == CUBINRT_DTYPE_BF16, __nv_bfloat16, __half>::type;
 constexpr int kChunk = CUBINRT_KV_APPEND_CHUNK;
 
+// 32 bytes of input tokens (read only during the launch). Volatile so the load stays where it is
+// written, ahead of the slot's test: the compiler would otherwise sink it below the branch and the
+// slot's global round trip would come before the tokens' instead of beside it.
+__device__ __forceinline__ void load_chunk(const In* p, uint4 (&r)[2]) {
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r[0].x), "=r"(r[0].y), "=r"(r[0].z), "=r"(r[0].w) : "l"(p));
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r[1].x), "=r"(r[1].y), "=r"(r[1].z), "=r"(r[1].w) : "l"(p + 8));
+}
+
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 
-// The nearest e2m1 code of x (ties to the even code), saturated at +-6; the sign bit from x's.
-// Below 2 the codes step by 0.5 (code = rint(2m)), from 2 to 4 by 1 (code = rint(m) + 2), then
-// 4 and 6; rint rounds ties to even, which is the even code on each grid.
-__device__ __forceinline__ uint32_t e2m1(float x) {
-  const float m = fabsf(x);
-  const uint32_t c = !(m >= 2.f) ? static_cast<uint32_t>(__float2uint_rn(2.f * m))  // NaN: 0, as the reference
-                     : m < 4.f ? static_cast<uint32_t>(__float2uint_rn(m)) + 2u
-                               : (m <= 5.f ? 6u : 7u);
-  return c | (signbit(x) ? 8u : 0u);
-}
+// One 16-element chunk of K or V in the cache's dtype: its first 32, 16 or 8 bytes (16-bit, FP8,
+// NVFP4) and, NVFP4, its block scale. Encoding does not depend on the slot, so the kernel encodes
+// before it tests the slot: the token loads then stay ahead of the slot's global round trip
+// instead of being sunk below its test.
+struct Chunk {
+  uint4 lo, hi;
+  uint8_t sf;
+};
 
-// One 16-element chunk of K or V, converted to the cache's dtype and stored at storage element
-// `at` of its row (and, NVFP4, its block scale at byte `sf_at`).
-__device__ __forceinline__ void write_chunk(const uint4 (&raw)[2], float scale, void* cache, uint8_t* sf, int64_t at, int64_t sf_at) {
-  if constexpr (kCache == kIn) {
-    uint4* dst = reinterpret_cast<uint4*>(static_cast<In*>(cache) + at);
-    dst[0] = raw[0];
-    dst[1] = raw[1];
-  } else {
+__device__ __forceinline__ Chunk encode_chunk(const uint4 (&raw)[2], float scale) {
+  Chunk out{raw[0], raw[1], 0};
+  if constexpr (kCache != kIn) {
     float x[kChunk];
     const In* e = reinterpret_cast<const In*>(raw);
 #pragma unroll
@@ -70,7 +72,7 @@ __device__ __forceinline__ void write_chunk(const uint4 (&raw)[2], float scale, 
         const __nv_fp8x2_storage_t hi = __nv_cvt_float2_to_fp8x2(make_float2(__fdiv_rn(x[4 * q + 2], scale), __fdiv_rn(x[4 * q + 3], scale)), __NV_SATFINITE, kind);
         w[q] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
       }
-      *reinterpret_cast<uint4*>(static_cast<uint8_t*>(cache) + at) = make_uint4(w[0], w[1], w[2], w[3]);
+      out.lo = make_uint4(w[0], w[1], w[2], w[3]);
     } else {
       float amax = 0.f;
 #pragma unroll
@@ -78,17 +80,32 @@ __device__ __forceinline__ void write_chunk(const uint4 (&raw)[2], float scale, 
       const __nv_fp8_storage_t code = __nv_cvt_float_to_fp8(__fdiv_rn(amax, __fmul_rn(6.f, scale)), __NV_SATFINITE, __NV_E4M3);
       const float sf_value = __half2float(__half(__nv_cvt_fp8_to_halfraw(code, __NV_E4M3)));
       // One correctly rounded reciprocal a block, then products (as FlashInfer and vLLM write it:
-      // x * 1 / (scale * global)), 16 divisions fewer.
+      // x * 1 / (scale * global)), 16 divisions fewer. A zero scale writes zero codes (selected,
+      // not branched around: the codes of x * inf are computed and dropped).
       const float denom = __fmul_rn(sf_value, scale);
+      const float inv = __frcp_rn(denom);
       uint32_t w[2] = {0, 0};
-      if (denom != 0.f) {
-        const float inv = __frcp_rn(denom);
 #pragma unroll
-        for (int i = 0; i < kChunk; ++i) w[i / 8] |= e2m1(__fmul_rn(x[i], inv)) << (4 * (i % 8));
-      }
-      *reinterpret_cast<uint2*>(static_cast<uint8_t*>(cache) + at) = make_uint2(w[0], w[1]);
-      sf[sf_at] = code;
+      for (int i = 0; i < kChunk; ++i) w[i / 8] |= cubinrt_e2m1::code(__fmul_rn(x[i], inv)) << (4 * (i % 8));
+      out.lo.x = denom != 0.f ? w[0] : 0u;
+      out.lo.y = denom != 0.f ? w[1] : 0u;
+      out.sf = code;
     }
+  }
+  return out;
+}
+
+// A chunk stored at storage element `at` of its row (and, NVFP4, its block scale at byte `sf_at`).
+__device__ __forceinline__ void store_chunk(const Chunk& c, void* cache, uint8_t* sf, int64_t at, int64_t sf_at) {
+  if constexpr (kCache == kIn) {
+    uint4* dst = reinterpret_cast<uint4*>(static_cast<In*>(cache) + at);
+    dst[0] = c.lo;
+    dst[1] = c.hi;
+  } else if constexpr (CUBINRT_DTYPE_IS_FP8(kCache)) {
+    *reinterpret_cast<uint4*>(static_cast<uint8_t*>(cache) + at) = c.lo;
+  } else {
+    *reinterpret_cast<uint2*>(static_cast<uint8_t*>(cache) + at) = make_uint2(c.lo.x, c.lo.y);
+    sf[sf_at] = c.sf;
   }
 }
 
@@ -123,8 +140,11 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_PARAM_DECL_))
     const In* ks = static_cast<const In*>(k_in) + int64_t{token} * k_in_stride_token + int64_t{head} * k_in_stride_head + int64_t{j} * kChunk;
     const In* vs = static_cast<const In*>(v_in) + int64_t{token} * v_in_stride_token + int64_t{head} * v_in_stride_head + int64_t{j} * kChunk;
     uint4 kr[2], vr[2];
-    if (kSides == 1 || !only_v) kr[0] = reinterpret_cast<const uint4*>(ks)[0], kr[1] = reinterpret_cast<const uint4*>(ks)[1];
-    if (kSides == 1 || only_v) vr[0] = reinterpret_cast<const uint4*>(vs)[0], vr[1] = reinterpret_cast<const uint4*>(vs)[1];
+    if (kSides == 1 || !only_v) load_chunk(ks, kr);
+    if (kSides == 1 || only_v) load_chunk(vs, vr);
+    Chunk ke, ve;
+    if (kSides == 1 || !only_v) ke = encode_chunk(kr, k_scale);
+    if (kSides == 1 || only_v) ve = encode_chunk(vr, v_scale);
     if (slot < 0 || slot >= num_slots) continue;  // padding, or past the cache
     const int64_t page = small_cache ? static_cast<uint32_t>(slot) / static_cast<uint32_t>(page_size) : slot / page_size;
     const int64_t offset = small_cache ? static_cast<uint32_t>(slot) % static_cast<uint32_t>(page_size) : slot % page_size;
@@ -140,8 +160,8 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_PARAM_DECL_))
       v_sf_at = page * sf_stride_page + (offset - offset % 4 + k / chunks_per_row) * sf_stride_token + int64_t{head} * sf_stride_head +
                 k % chunks_per_row;
     }
-    if (kSides == 1 || !only_v) write_chunk(kr, k_scale, k_cache, k_sf, at, sf_at);
-    if (kSides == 1 || only_v) write_chunk(vr, v_scale, v_cache, v_sf, at, v_sf_at);
+    if (kSides == 1 || !only_v) store_chunk(ke, k_cache, k_sf, at, sf_at);
+    if (kSides == 1 || only_v) store_chunk(ve, v_cache, v_sf, at, v_sf_at);
   }
   // The next kernel (the decode that reads these pages) may be scheduled once every thread is done
   // here, not before: launched early, its blocks would crowd onto the multiprocessors this grid

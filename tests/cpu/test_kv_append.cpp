@@ -10,6 +10,7 @@
 #include "common/encodings.hpp"
 #include "common/kv_strides.hpp"
 #include "cubinrt/kv_append.hpp"
+#include "e2m1_encode.cuh"
 #include "families/kv_append/kv_append_abi.h"
 #include "families/kv_append/reference.hpp"
 #include "support/fake_driver.hpp"
@@ -26,9 +27,30 @@ TEST(KvAppendEncodings, E2m1RoundsToNearestTiesToEvenAndSaturates) {
   // 1.75 -> 2.0, 2.5 -> 2.0, 3.5 -> 4.0, 5 -> 4.0; past 6 saturates.
   const std::pair<float, uint8_t> cases[] = {{0.f, 0},   {0.25f, 0}, {0.2501f, 1}, {0.5f, 1},  {0.75f, 2}, {0.7499f, 1}, {1.25f, 2}, {1.26f, 3},
                                              {1.75f, 4}, {2.5f, 4},  {2.51f, 5},   {3.5f, 6},  {5.f, 6},   {5.01f, 7},   {6.f, 7},   {1e9f, 7},
-                                             {-0.f, 8},  {-0.1f, 8}, {-1.f, 10},   {-7.f, 15}};
+                                             {-0.f, 8},  {-0.1f, 8}, {-1.f, 10},   {-7.f, 15}, {INFINITY, 7}, {-INFINITY, 15}};
   for (auto [x, code] : cases) EXPECT_EQ(encode_e2m1(x), code) << x;
   for (uint8_t c = 0; c < 16; ++c) EXPECT_EQ(encode_e2m1(static_cast<float>(e2m1_value(c))), c == 8 ? 8 : c) << int(c);
+}
+
+// The kernel's branch-free encoder (cubins/e2m1_encode.cuh, compiled here for the host) against the
+// reference's nearest-code search: every sign and exponent (zeros, subnormals, infinities, NaNs),
+// every one of the top 11 mantissa bits, and low bits that put each value on, one ulp either side
+// of, or halfway between the points a 12-bit grid can hold. The e2m1 thresholds (0.25, 0.75, 1.25,
+// 1.75, 2.5, 3.5, 5) and their neighbours are all among them.
+TEST(KvAppendEncodings, KernelE2m1EncoderMatchesTheReference) {
+  int64_t checked = 0, mismatches = 0;
+  for (uint32_t high = 0; high < (1u << 20); ++high) {
+    for (uint32_t low : {0x000u, 0x001u, 0x7ffu, 0x800u, 0x801u, 0xfffu}) {
+      const uint32_t bits = (high << 12) | low;
+      float x;
+      std::memcpy(&x, &bits, sizeof x);
+      const uint32_t got = cubinrt_e2m1::code(x), want = encode_e2m1(x);
+      ++checked;
+      if (got != want && ++mismatches <= 5) ADD_FAILURE() << fmt::format("bits {:#010x} ({}): kernel code {}, reference {}", bits, x, got, want);
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_EQ(checked, int64_t{6} << 20);
 }
 
 TEST(KvAppendEncodings, Fp8RoundsToNearestEvenAndSaturatesFinite) {
@@ -39,6 +61,8 @@ TEST(KvAppendEncodings, Fp8RoundsToNearestEvenAndSaturatesFinite) {
   EXPECT_EQ(encode_fp8(Dtype::fp8_e4m3, 1e6f), 0x7e);     // saturated, not NaN
   EXPECT_EQ(encode_fp8(Dtype::fp8_e4m3, -1e6f), 0xfe);
   EXPECT_EQ(encode_fp8(Dtype::fp8_e5m2, 1e9f), 0x7b);     // 57344, not infinity
+  EXPECT_EQ(encode_fp8(Dtype::fp8_e4m3, INFINITY), 0x7e);  // infinity saturates too
+  EXPECT_EQ(encode_fp8(Dtype::fp8_e5m2, -INFINITY), 0xfb);
   EXPECT_EQ(encode_fp8(Dtype::fp8_e4m3, -0.f), 0x80);
   EXPECT_EQ(encode_fp8(Dtype::fp8_e4m3, std::ldexp(1.f, -9)), 0x01);  // the smallest subnormal
   EXPECT_EQ(encode_fp8(Dtype::fp8_e4m3, std::ldexp(1.f, -10)), 0x00); // half of it: ties to even (zero)

@@ -65,7 +65,10 @@ uint8_t encode_fp8(Dtype d, float value) {
   // The finite magnitudes are codes 0 up to the largest finite one, in increasing order: the
   // nearest by value, a tie to the even code, anything past the largest saturated to it.
   const uint8_t top = d == Dtype::fp8_e4m3 ? 0x7e : 0x7b;
-  const double a = std::fabs(static_cast<double>(value));
+  // Magnitudes are clamped at 1e6, past the largest finite code of both encodings, where all
+  // saturate to it anyway (infinity too, as the kernels' satfinite conversions): above that the
+  // distances in double would lose their units and tie.
+  const double a = std::fmin(std::fabs(static_cast<double>(value)), 1e6);
   uint8_t best = 0;
   for (uint8_t c = 0; c <= top; ++c) {
     const double dc = std::fabs(element_value(d, c) - a), db = std::fabs(element_value(d, best) - a);
@@ -80,7 +83,9 @@ double e2m1_value(uint8_t code) {
 }
 
 uint8_t encode_e2m1(float value) {
-  const double a = std::isnan(value) ? 0 : std::fabs(static_cast<double>(value));
+  // Clamped at 8, past 6, where every larger magnitude (infinity too) saturates: far above it the
+  // distances in double would lose their units and tie.
+  const double a = std::isnan(value) ? 0 : std::fmin(std::fabs(static_cast<double>(value)), 8.0);
   uint8_t best = 0;
   for (uint8_t c = 0; c < 8; ++c) {
     const double dc = std::fabs(e2m1_value(c) - a), db = std::fabs(e2m1_value(best) - a);
