@@ -689,6 +689,8 @@ int main(int argc, char** argv) {
       // fourth alone unsplit, the planner splits in 2 (planner.cpp): its choice against unsplit.
       {"B64 L8192 16q/8kv D256 p16, forced", 64, 8192, 16, 8, 256, 16, 1},
       {"B64 L8192 128q/8kv D128 p16, forced", 64, 8192, 128, 8, 128, 16, 1},
+      {"B64 L8192 128q/8kv D128 p16, forced", 64, 8192, 128, 8, 128, 16, 2},
+      {"B64 L8192 128q/8kv D128 p16, forced", 64, 8192, 128, 8, 128, 16, 2, KvLayout::nhd, SplitMerge::cluster},
       {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 16},
       {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 24},
       {"B1 L32768 32q/8kv D128 p16, forced", 1, 32768, 32, 8, 128, 16, 33},
