@@ -30,16 +30,6 @@ CUBINRT_E2M1_FN uint32_t bits_of(float x) {
 #endif
 }
 
-CUBINRT_E2M1_FN float float_of(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-#endif
-}
-
 // Codes 0..7 are 0, 0.5, 1, 1.5, 2, 3, 4, 6; bit 3 is the sign. Round to nearest, ties to the even
 // code; magnitudes past 6 (infinity too) saturate at 6; NaN is code 0 with its sign bit.
 CUBINRT_E2M1_FN uint32_t code(float y) {
