@@ -30,10 +30,9 @@ CUBINRT_E2M1_FN uint32_t bits_of(float x) {
 #endif
 }
 
-// Codes 0..7 are 0, 0.5, 1, 1.5, 2, 3, 4, 6; bit 3 is the sign. Round to nearest, ties to the even
-// code; magnitudes past 6 (infinity too) saturate at 6; NaN is code 0 with its sign bit.
-CUBINRT_E2M1_FN uint32_t code(float y) {
-  const uint32_t sign = (bits_of(y) >> 28) & 8u;
+// The code of |y| (0..7 for 0, 0.5, 1, 1.5, 2, 3, 4, 6): round to nearest, ties to the even code;
+// magnitudes past 6 (infinity too) saturate at 6; NaN is 0.
+CUBINRT_E2M1_FN uint32_t magnitude(float y) {
   // max(|y|, 0) is |y|, and 0 for NaN: the device's max returns the operand that is a number. The
   // host's quiets a signaling NaN instead (IEEE 754 maxNum), so the host build tests for NaN (the
   // kernel encodes products, never signaling NaNs).
@@ -51,8 +50,11 @@ CUBINRT_E2M1_FN uint32_t code(float y) {
   // Below 1 the codes step by 0.5: rint(2m) in {0, 1, 2}, rounded by the add to 1.5 * 2^23, whose
   // ulp is 1 (2m is exact, so the add rounds once, ties to even).
   const uint32_t below_one = bits_of(2.f * m + 12582912.f) & 3u;
-  return (a >= 0x3f800000u ? (normal < 7u ? normal : 7u) : below_one) | sign;
+  return a >= 0x3f800000u ? (normal < 7u ? normal : 7u) : below_one;
 }
+
+// The e2m1 code of y: its magnitude's, with y's sign as bit 3 (NaN: 0 with its sign bit).
+CUBINRT_E2M1_FN uint32_t code(float y) { return magnitude(y) | ((bits_of(y) >> 28) & 8u); }
 
 }  // namespace cubinrt_e2m1
 

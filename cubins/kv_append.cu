@@ -58,6 +58,24 @@ struct Chunk {
   uint8_t sf;
 };
 
+// prmt.b32 in its generic mode: a selector nibble with bit 3 set replicates the chosen byte's sign
+// bit over the byte (what CUDA's __byte_perm leaves unsaid).
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t selector) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
+  return d;
+}
+
+// The sign bits of 8 consecutive 16-bit elements (element 2k in word k's low half) at
+// bits 3, 7, .., 31: an NVFP4 word's sign bits. The permutes take each element's high byte, the
+// even elements' as 0x00 or 0xff (the byte's sign replicated), so that one mask leaves bit 3.
+__device__ __forceinline__ uint32_t signs8(const uint4& w) {
+  const uint32_t lo = prmt(w.x, w.y, 0x7531), hi = prmt(w.z, w.w, 0x7531);  // high bytes: e0 e1 e2 e3, e4 e5 e6 e7
+  const uint32_t even = prmt(lo, hi, 0xeca8) & 0x08080808u;                     // e0 e2 e4 e6 as 0x00 or 0xff, bit 3 kept
+  const uint32_t odd = prmt(lo, hi, 0x7531) & 0x80808080u;                      // e1 e3 e5 e7, their sign bits at bit 7
+  return even | odd;
+}
+
 __device__ __forceinline__ Chunk encode_chunk(const uint4 (&raw)[2], float scale) {
   Chunk out{raw[0], raw[1], 0};
   if constexpr (kCache != kIn) {
@@ -86,11 +104,13 @@ __device__ __forceinline__ Chunk encode_chunk(const uint4 (&raw)[2], float scale
       // not branched around: the codes of x * inf are computed and dropped).
       const float denom = __fmul_rn(sf_value, scale);
       const float inv = __frcp_rn(denom);
+      // Magnitudes a nibble each, added into place; the signs are the inputs' (the scale is
+      // positive), gathered 8 at a time by byte permutes: 2 instructions an element fewer.
       uint32_t w[2] = {0, 0};
 #pragma unroll
-      for (int i = 0; i < kChunk; ++i) w[i / 8] |= cubinrt_e2m1::code(__fmul_rn(x[i], inv)) << (4 * (i % 8));
-      out.lo.x = denom != 0.f ? w[0] : 0u;
-      out.lo.y = denom != 0.f ? w[1] : 0u;
+      for (int i = 0; i < kChunk; ++i) w[i / 8] += cubinrt_e2m1::magnitude(__fmul_rn(x[i], inv)) << (4 * (i % 8));
+      out.lo.x = denom != 0.f ? w[0] | signs8(raw[0]) : 0u;
+      out.lo.y = denom != 0.f ? w[1] | signs8(raw[1]) : 0u;
       out.sf = code;
     }
   }
@@ -111,6 +131,16 @@ __device__ __forceinline__ void store_chunk(const Chunk& c, void* cache, uint8_t
   }
 }
 
+// Division by a launch constant: a shift where it is a power of two (head_dim / 16 always is in
+// the catalog, and so are the usual kv head counts), the hardware's sequence (some twenty
+// instructions) otherwise. The test is the same for every thread.
+struct Divisor {
+  uint32_t d;
+  int shift;  // log2(d), or -1
+};
+__device__ __forceinline__ Divisor divisor(uint32_t d) { return {d, (d & (d - 1)) == 0 ? __ffs(d) - 1 : -1}; }
+__device__ __forceinline__ uint32_t operator/(uint32_t n, Divisor v) { return v.shift >= 0 ? n >> v.shift : n / v.d; }
+
 #define CUBINRT_CAT2_(a, b) a##b
 #define CUBINRT_CAT_(a, b) CUBINRT_CAT2_(a, b)
 // The key this kernel is (the reader checks it against the manifest); the unit source defines it.
@@ -120,7 +150,14 @@ CUBINRT_STATE_GRID_DEPENDENCY(CUBINRT_KERNEL)
 #define CUBINRT_PARAM_DECL_(type, name) , type name
 #define CUBINRT_DROP_FIRST_(first, ...) __VA_ARGS__
 #define CUBINRT_LIST_(...) CUBINRT_DROP_FIRST_(__VA_ARGS__)
-extern "C" __global__ void __launch_bounds__(CUBINRT_KV_APPEND_THREADS)
+// Resident blocks a multiprocessor to fit registers for: none asked (the sm_90 NVFP4 writer takes
+// 55 registers, 4 blocks of 256), or an experiment's.
+#ifdef CUBINRT_KV_APPEND_MIN_BLOCKS
+#define CUBINRT_KV_APPEND_BOUNDS_ CUBINRT_KV_APPEND_THREADS, CUBINRT_KV_APPEND_MIN_BLOCKS
+#else
+#define CUBINRT_KV_APPEND_BOUNDS_ CUBINRT_KV_APPEND_THREADS
+#endif
+extern "C" __global__ void __launch_bounds__(CUBINRT_KV_APPEND_BOUNDS_)
 CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_PARAM_DECL_))) {
   // Index arithmetic in 32 bits (the launch keeps every chunk index below 2^31: kv_append_abi.h),
   // and a slot's page and offset too while the cache's slots fit 32 bits: 64-bit division costs
@@ -128,16 +165,17 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_PARAM_DECL_))
   // of V (one index computation, four loads in flight, issued before the slot is known); a
   // copying one takes one chunk (more threads in flight: runs 62-63).
   constexpr uint32_t kSides = kCache == kIn ? 2 : 1;  // work items a row holds per chunk
-  const uint32_t chunks_per_row = static_cast<uint32_t>(head_dim) / kChunk, heads = static_cast<uint32_t>(num_kv_heads);
-  const uint32_t rows = static_cast<uint32_t>(num_tokens) * heads, items = kSides * rows * chunks_per_row;
+  const Divisor chunks_per_row = divisor(static_cast<uint32_t>(head_dim) / kChunk), heads = divisor(static_cast<uint32_t>(num_kv_heads));
+  const Divisor page_div = divisor(static_cast<uint32_t>(page_size));
+  const uint32_t rows = static_cast<uint32_t>(num_tokens) * heads.d, items = kSides * rows * chunks_per_row.d;
   const bool small_cache = num_slots <= 0xffffffffll;
   // The tokens, the slots and the cache may all be the previous kernel's output (grid_dependency.cuh).
   cubinrt_wait_for_prior_grids();
   for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < items; c += gridDim.x * blockDim.x) {
-    const uint32_t side_row = c / chunks_per_row, j = c % chunks_per_row;
+    const uint32_t side_row = c / chunks_per_row, j = c - side_row * chunks_per_row.d;
     const bool only_v = kSides == 2 && side_row >= rows;  // copying: items of V follow those of K
     const uint32_t row = only_v ? side_row - rows : side_row;
-    const uint32_t token = row / heads, head = row % heads;
+    const uint32_t token = row / heads, head = row - token * heads.d;
     const int64_t slot = slots[token];
     const In* ks = static_cast<const In*>(k_in) + int64_t{token} * k_in_stride_token + int64_t{head} * k_in_stride_head + int64_t{j} * kChunk;
     const In* vs = static_cast<const In*>(v_in) + int64_t{token} * v_in_stride_token + int64_t{head} * v_in_stride_head + int64_t{j} * kChunk;
@@ -149,8 +187,9 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_PARAM_DECL_))
     if (has_k) ke = encode_chunk(kr, k_scale);
     if (has_v) ve = encode_chunk(vr, v_scale);
     if (slot < 0 || slot >= num_slots) continue;  // padding, or past the cache
-    const int64_t page = small_cache ? static_cast<uint32_t>(slot) / static_cast<uint32_t>(page_size) : slot / page_size;
-    const int64_t offset = small_cache ? static_cast<uint32_t>(slot) % static_cast<uint32_t>(page_size) : slot % page_size;
+    const uint32_t small_page = static_cast<uint32_t>(slot) / page_div;
+    const int64_t page = small_cache ? small_page : slot / page_size;
+    const int64_t offset = small_cache ? static_cast<uint32_t>(slot) - small_page * page_div.d : slot % page_size;
     // Storage elements of the row (NVFP4: bytes holding two codes each), and the chunk within it.
     const int64_t at = page * cache_stride_page + offset * cache_stride_token + int64_t{head} * cache_stride_head +
                        int64_t{j} * (kCache == CUBINRT_DTYPE_NVFP4 ? kChunk / 2 : kChunk);
@@ -161,7 +200,7 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_PARAM_DECL_))
     if (kCache == CUBINRT_DTYPE_NVFP4 && v_sf_order == CUBINRT_SCALE_ORDER_INTERLEAVED4) {
       const uint32_t k = 4 * j + static_cast<uint32_t>(offset) % 4;
       v_sf_at = page * sf_stride_page + (offset - offset % 4 + k / chunks_per_row) * sf_stride_token + int64_t{head} * sf_stride_head +
-                k % chunks_per_row;
+                k % chunks_per_row.d;
     }
     if (has_k) store_chunk(ke, k_cache, k_sf, at, sf_at);
     if (has_v) store_chunk(ve, v_cache, v_sf, at, v_sf_at);
@@ -171,6 +210,7 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_PARAM_DECL_))
   // left first (see paged_decode.cu). It waits for this grid's writes before it reads.
   cubinrt_allow_dependent_grids();
 }
+#undef CUBINRT_KV_APPEND_BOUNDS_
 #undef CUBINRT_PARAM_DECL_
 #undef CUBINRT_DROP_FIRST_
 #undef CUBINRT_LIST_

@@ -40,6 +40,30 @@ TEST(GpuKvAppend, EveryKernelWritesTheReferencesBytes) {
   }
 }
 
+// 65536 tokens of 2 heads of 128: more work items than 4 waves of threads (the launch's most) on
+// an H100 or H200, so threads walk the grid-stride loop over several items (the quantizing writers
+// 1-2 items a thread, the copying ones up to 4).
+TEST(GpuKvAppend, GridStrideWritesTheReferencesBytes) {
+  CUBINRT_REQUIRE_GPU();
+  auto rt = lazy_runtime();
+  ASSERT_TRUE(rt);
+  int checked = 0;
+  for (const KernelKey& k : rt->available()) {
+    if (k.family != "kv_append") continue;
+    auto in = parse_dtype(k.axis("in_dtype"));
+    auto cache = parse_dtype(k.axis("cache_dtype"));
+    CUBINRT_ASSERT_OK(in);
+    CUBINRT_ASSERT_OK(cache);
+    auto c = kv_append::check_against_reference(*rt, kv_append::make_problem(*in, *cache, 65536, 0x51 + static_cast<uint64_t>(*cache)));
+    CUBINRT_ASSERT_OK(c);
+    EXPECT_EQ(c->wrong, 0u) << k.str() << ": " << c->wrong << " of " << c->total << " cache bytes differ";
+    EXPECT_GT(c->total, 65536u * 2 * 128 / 2) << k.str();
+    std::printf("%s: %zu of %zu cache bytes differ\n", k.str().c_str(), c->wrong, c->total);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
+}
+
 // dequant(x) = e2m1(code) * e4m3(block scale) * global scale, against the float64 input, over
 // 512 tokens of 2 heads of 128.
 TEST(GpuKvAppend, Nvfp4QuantizationErrorAgainstFloat64) {

@@ -71,28 +71,32 @@ Result<HostCache> run_on_device(const Runtime& runtime, const Problem& p) {
   return out;
 }
 
+Result<ByteCheck> check_against_reference(const Runtime& runtime, Problem p) {
+  ByteCheck out;
+  // NVFP4 writes its V scales in either order (ScaleOrder): both are checked.
+  for (const ScaleOrder order : {ScaleOrder::linear, ScaleOrder::interleaved4}) {
+    if (order != ScaleOrder::linear && p.cache_dtype != Dtype::nvfp4) break;
+    p.v_sf_order = order;
+    const HostCache got = CUBINRT_TRY(run_on_device(runtime, p));
+    HostCache want{std::vector<uint8_t>(cache_bytes(p), kPoison), std::vector<uint8_t>(cache_bytes(p), kPoison),
+                   std::vector<uint8_t>(sf_bytes(p), kPoison), std::vector<uint8_t>(sf_bytes(p), kPoison)};
+    append(p, want);
+    for (auto [g, w] : {std::pair{&got.k, &want.k}, {&got.v, &want.v}, {&got.k_sf, &want.k_sf}, {&got.v_sf, &want.v_sf}}) {
+      out.total += w->size();
+      for (size_t i = 0; i < w->size(); ++i) out.wrong += (*g)[i] != (*w)[i];
+    }
+  }
+  return out;
+}
+
 Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, std::span<const KernelKey> keys) {
   std::vector<KnownAnswer> out;
   for (const KernelKey& key : keys) {
     const Dtype in = CUBINRT_TRY(parse_dtype(key.axis("in_dtype")));
     const Dtype cache = CUBINRT_TRY(parse_dtype(key.axis("cache_dtype")));
-    Problem p = make_problem(in, cache, 37, 0x4b56 + static_cast<uint64_t>(cache));
-    size_t wrong = 0, total = 0;
-    // NVFP4 writes its V scales in either order (ScaleOrder): both are checked.
-    for (const ScaleOrder order : {ScaleOrder::linear, ScaleOrder::interleaved4}) {
-      if (order != ScaleOrder::linear && cache != Dtype::nvfp4) break;
-      p.v_sf_order = order;
-      const HostCache got = CUBINRT_TRY(run_on_device(runtime, p));
-      HostCache want{std::vector<uint8_t>(cache_bytes(p), kPoison), std::vector<uint8_t>(cache_bytes(p), kPoison),
-                     std::vector<uint8_t>(sf_bytes(p), kPoison), std::vector<uint8_t>(sf_bytes(p), kPoison)};
-      append(p, want);
-      for (auto [g, w] : {std::pair{&got.k, &want.k}, {&got.v, &want.v}, {&got.k_sf, &want.k_sf}, {&got.v_sf, &want.v_sf}}) {
-        total += w->size();
-        for (size_t i = 0; i < w->size(); ++i) wrong += (*g)[i] != (*w)[i];
-      }
-    }
-    out.push_back({static_cast<double>(wrong) / static_cast<double>(std::max<size_t>(total, 1)), 0.0,
-                   fmt::format("{} of {} cache bytes differ from the reference's", wrong, total)});
+    const ByteCheck c = CUBINRT_TRY(check_against_reference(runtime, make_problem(in, cache, 37, 0x4b56 + static_cast<uint64_t>(cache))));
+    out.push_back({static_cast<double>(c.wrong) / static_cast<double>(std::max<size_t>(c.total, 1)), 0.0,
+                   fmt::format("{} of {} cache bytes differ from the reference's", c.wrong, c.total)});
   }
   return out;
 }
