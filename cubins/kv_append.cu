@@ -139,7 +139,14 @@ struct Divisor {
   int shift;  // log2(d), or -1
 };
 __device__ __forceinline__ Divisor divisor(uint32_t d) { return {d, (d & (d - 1)) == 0 ? __ffs(d) - 1 : -1}; }
-__device__ __forceinline__ uint32_t operator/(uint32_t n, Divisor v) { return v.shift >= 0 ? n >> v.shift : n / v.d; }
+// n / d and n % d, the remainder from the quotient.
+struct QuotRem {
+  uint32_t q, r;
+};
+__device__ __forceinline__ QuotRem divmod(uint32_t n, Divisor v) {
+  const uint32_t q = v.shift >= 0 ? n >> v.shift : n / v.d;
+  return {q, n - q * v.d};
+}
 
 #define CUBINRT_CAT2_(a, b) a##b
 #define CUBINRT_CAT_(a, b) CUBINRT_CAT2_(a, b)
@@ -172,10 +179,10 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_PARAM_DECL_))
   // The tokens, the slots and the cache may all be the previous kernel's output (grid_dependency.cuh).
   cubinrt_wait_for_prior_grids();
   for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < items; c += gridDim.x * blockDim.x) {
-    const uint32_t side_row = c / chunks_per_row, j = c - side_row * chunks_per_row.d;
+    const auto [side_row, j] = divmod(c, chunks_per_row);
     const bool only_v = kSides == 2 && side_row >= rows;  // copying: items of V follow those of K
     const uint32_t row = only_v ? side_row - rows : side_row;
-    const uint32_t token = row / heads, head = row - token * heads.d;
+    const auto [token, head] = divmod(row, heads);
     const int64_t slot = slots[token];
     const In* ks = static_cast<const In*>(k_in) + int64_t{token} * k_in_stride_token + int64_t{head} * k_in_stride_head + int64_t{j} * kChunk;
     const In* vs = static_cast<const In*>(v_in) + int64_t{token} * v_in_stride_token + int64_t{head} * v_in_stride_head + int64_t{j} * kChunk;
@@ -187,9 +194,9 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_PARAM_DECL_))
     if (has_k) ke = encode_chunk(kr, k_scale);
     if (has_v) ve = encode_chunk(vr, v_scale);
     if (slot < 0 || slot >= num_slots) continue;  // padding, or past the cache
-    const uint32_t small_page = static_cast<uint32_t>(slot) / page_div;
-    const int64_t page = small_cache ? small_page : slot / page_size;
-    const int64_t offset = small_cache ? static_cast<uint32_t>(slot) - small_page * page_div.d : slot % page_size;
+    const QuotRem small = divmod(static_cast<uint32_t>(slot), page_div);
+    const int64_t page = small_cache ? small.q : slot / page_size;
+    const int64_t offset = small_cache ? small.r : slot % page_size;
     // Storage elements of the row (NVFP4: bytes holding two codes each), and the chunk within it.
     const int64_t at = page * cache_stride_page + offset * cache_stride_token + int64_t{head} * cache_stride_head +
                        int64_t{j} * (kCache == CUBINRT_DTYPE_NVFP4 ? kChunk / 2 : kChunk);
@@ -198,9 +205,8 @@ CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_KV_APPEND_V2_FIELDS(CUBINRT_PARAM_DECL_))
     // the slot's quad, read as one array, hold block j of token `offset` at byte 4 j + offset % 4.
     int64_t v_sf_at = sf_at;
     if (kCache == CUBINRT_DTYPE_NVFP4 && v_sf_order == CUBINRT_SCALE_ORDER_INTERLEAVED4) {
-      const uint32_t k = 4 * j + static_cast<uint32_t>(offset) % 4;
-      v_sf_at = page * sf_stride_page + (offset - offset % 4 + k / chunks_per_row) * sf_stride_token + int64_t{head} * sf_stride_head +
-                k % chunks_per_row.d;
+      const QuotRem k = divmod(4 * j + static_cast<uint32_t>(offset) % 4, chunks_per_row);
+      v_sf_at = page * sf_stride_page + (offset - offset % 4 + k.q) * sf_stride_token + int64_t{head} * sf_stride_head + k.r;
     }
     if (has_k) store_chunk(ke, k_cache, k_sf, at, sf_at);
     if (has_v) store_chunk(ve, v_cache, v_sf, at, v_sf_at);
