@@ -111,45 +111,87 @@ __device__ __forceinline__ float* lse_at(const CubinrtPagedDecodeParamsV6& p, in
   return p.lse + b * p.lse_stride_batch + qh * p.lse_stride_head;
 }
 
-// Merges every split's output and LSE into out and lse. Each split's weight is computed once per
-// head (not once per dim); each thread sums whole float4s of dims with many loads in flight.
+// Merges every split's output and LSE into out and lse. It runs at the end of a launch, with the
+// rest of the GPU idle, so what counts is how many times it waits on L2: the first splits' dims
+// of a thread are requested before the weights are computed, and with up to 32 splits one read of
+// the LSEs gives each head's max, its sum (online, as the softmax) and the weights; before, the
+// LSEs were read three times and the dims after them. Each split's weight is computed once per head
+// (not once per dim); each thread sums whole float4s of dims with kBatch loads in flight.
 __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, MergeScratch& s) {
   constexpr int kVecsPerHead = kHeadDim / 4;
   constexpr int kPerThread = (kGroup * kVecsPerHead + kThreads - 1) / kThreads;
+  constexpr int kBatch = 16;                   // splits' float4s a thread has in flight
   const int num_splits = p.num_splits;
+  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+  auto column = [&](int v) {  // vector v's dims in split 0 (the splits follow kVecsPerHead apart)
+    return reinterpret_cast<const float4*>(split_out(p, w.b, w.head0 + v / kVecsPerHead)) + v % kVecsPerHead;
+  };
+  float4 first[kBatch];  // splits 0 .. kBatch - 1 of this thread's first vector
+  {
+    const bool mine = static_cast<int>(threadIdx.x) / kVecsPerHead < w.heads;
+    const float4* col = column(threadIdx.x);
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) first[j] = mine && j < num_splits ? __ldcg(col + j * kVecsPerHead) : zero;
+  }
   // A warp a head (a chunk may have more heads than the block has warps).
   for (int h = w.warp; h < w.heads; h += kWarps) {
     const float* lse = split_lse(p, w.b, w.head0 + h);
-    float m = kNegBig, l = 0.f;
-    for (int sp = w.lane; sp < num_splits; sp += 32) m = fmaxf(m, __ldcg(lse + sp));
+    // The lane's first LSE stays in a register for its weight; the rest (more than 32 splits) are
+    // read again for theirs. Holding more of them cost the 16-head bf16 kernel, which is held to
+    // 128 registers, three more spill instructions in its main loop.
+    const float x0 = w.lane < num_splits ? __ldcg(lse + w.lane) : kNegBig;
+    float m = x0, l = w.lane < num_splits ? 1.f : 0.f;
+    for (int sp = w.lane + 32; sp < num_splits; sp += 32) {  // an online softmax sum, as the loop's
+      const float x = __ldcg(lse + sp), mn = fmaxf(m, x);
+      l = l * exp2f(m - mn) + exp2f(x - mn);
+      m = mn;
+    }
 #pragma unroll
-    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    for (int sp = w.lane; sp < num_splits; sp += 32) l += exp2f(__ldcg(lse + sp) - m);
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    for (int off = 16; off > 0; off /= 2) {
+      const float mo = __shfl_xor_sync(0xffffffffu, m, off), lo = __shfl_xor_sync(0xffffffffu, l, off);
+      const float mn = fmaxf(m, mo);
+      l = l * exp2f(m - mn) + lo * exp2f(mo - mn);
+      m = mn;
+    }
     if (w.lane == 0) { s.max[h] = m; s.sum[h] = l; }
+    if (w.lane < num_splits) s.weight[h][w.lane] = exp2f(x0 - m);
+    for (int sp = w.lane + 32; sp < min(num_splits, kMergeChunk); sp += 32) s.weight[h][sp] = exp2f(__ldcg(lse + sp) - m);
   }
   float4 o[kPerThread];
 #pragma unroll
-  for (int it = 0; it < kPerThread; ++it) o[it] = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int it = 0; it < kPerThread; ++it) o[it] = zero;
+  __syncthreads();  // the first chunk's weights are written
+  if (const int h = threadIdx.x / kVecsPerHead; h < w.heads) {
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const float a = j < num_splits ? s.weight[h][j] : 0.f;
+      o[0].x += a * first[j].x; o[0].y += a * first[j].y; o[0].z += a * first[j].z; o[0].w += a * first[j].w;
+    }
+  }
   for (int c0 = 0; c0 < num_splits; c0 += kMergeChunk) {
     const int n = min(kMergeChunk, num_splits - c0);
-    __syncthreads();  // the heads' max and sum are written; the last chunk's weights are used
-    for (int i = threadIdx.x; i < w.heads * n; i += kThreads) {
-      const int h = i / n, sp = i % n;
-      s.weight[h][sp] = exp2f(__ldcg(split_lse(p, w.b, w.head0 + h) + c0 + sp) - s.max[h]);
+    if (c0 > 0) {
+      __syncthreads();  // the last chunk's weights are used
+      for (int i = threadIdx.x; i < w.heads * n; i += kThreads) {
+        const int h = i / n, sp = i % n;
+        s.weight[h][sp] = exp2f(__ldcg(split_lse(p, w.b, w.head0 + h) + c0 + sp) - s.max[h]);
+      }
+      __syncthreads();
     }
-    __syncthreads();
 #pragma unroll
     for (int it = 0; it < kPerThread; ++it) {
       const int v = threadIdx.x + it * kThreads, h = v / kVecsPerHead;
       if (h >= w.heads) continue;
-      const float4* col = reinterpret_cast<const float4*>(split_out(p, w.b, w.head0 + h) + static_cast<int64_t>(c0) * kHeadDim) + v % kVecsPerHead;
-#pragma unroll 16
-      for (int sp = 0; sp < n; ++sp) {
-        const float a = s.weight[h][sp];
-        const float4 x = __ldcg(col + sp * kVecsPerHead);
-        o[it].x += a * x.x; o[it].y += a * x.y; o[it].z += a * x.z; o[it].w += a * x.w;
+      const float4* col = column(v) + static_cast<int64_t>(c0) * kVecsPerHead;
+      for (int j0 = it == 0 && c0 == 0 ? kBatch : 0; j0 < n; j0 += kBatch) {  // the first batch is summed
+        float4 x[kBatch];
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) x[j] = j0 + j < n ? __ldcg(col + (j0 + j) * kVecsPerHead) : zero;
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const float a = j0 + j < n ? s.weight[h][j0 + j] : 0.f;
+          o[it].x += a * x[j].x; o[it].y += a * x[j].y; o[it].z += a * x[j].z; o[it].w += a * x[j].w;
+        }
       }
     }
   }
@@ -176,10 +218,14 @@ __device__ __forceinline__ unsigned cluster_blocks() {
 
 // The cluster's blocks are the splits of one (sequence, head chunk). Each reads every block's
 // share of its part of the output dims through distributed shared memory and writes the merged
-// result; no block leaves while another may still read its shared memory.
+// result; no block leaves while another may still read its shared memory. A thread asks for all
+// blocks' LSE and dims at once (unrolled to the largest cluster the dispatcher launches), so the
+// merge waits on distributed shared memory once, where a loop over the blocks for the maximum and
+// another for the sums waited twice, each round trip per block unless the compiler unrolled it.
 __device__ void merge_cluster(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, const ClusterShare& mine) {
 #if __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
+  constexpr int kMaxBlocks = CUBINRT_PAGED_DECODE_MAX_CLUSTER_SPLITS;
   const cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();  // every block's share is written
   const int blocks = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
@@ -187,16 +233,28 @@ __device__ void merge_cluster(const CubinrtPagedDecodeParamsV6& p, const BlockWo
   const int vecs = w.heads * kVecs, per_block = (vecs + blocks - 1) / blocks;
   for (int i = rank * per_block + threadIdx.x; i < min(vecs, (rank + 1) * per_block); i += kThreads) {
     const int h = i / kVecs, d = i % kVecs * 4;
+    float lse[kMaxBlocks];
+    float4 x[kMaxBlocks];
+#pragma unroll
+    for (int r = 0; r < kMaxBlocks; ++r) {
+      lse[r] = kNegBig;  // an absent block weighs exp2(kNegBig - m) = 0
+      x[r] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (r < blocks) {
+        const ClusterShare* theirs = cluster.map_shared_rank(&mine, r);
+        lse[r] = theirs->lse2[h];
+        x[r] = *reinterpret_cast<const float4*>(&theirs->out[h][d]);
+      }
+    }
     float m = kNegBig;
-    for (int r = 0; r < blocks; ++r) m = fmaxf(m, cluster.map_shared_rank(&mine, r)->lse2[h]);
+#pragma unroll
+    for (int r = 0; r < kMaxBlocks; ++r) m = fmaxf(m, lse[r]);
     float l = 0.f;
     float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int r = 0; r < blocks; ++r) {
-      const ClusterShare* theirs = cluster.map_shared_rank(&mine, r);
-      const float a = exp2f(theirs->lse2[h] - m);
-      const float4 x = *reinterpret_cast<const float4*>(&theirs->out[h][d]);
+#pragma unroll
+    for (int r = 0; r < kMaxBlocks; ++r) {
+      const float a = exp2f(lse[r] - m);
       l += a;
-      o.x += a * x.x; o.y += a * x.y; o.z += a * x.z; o.w += a * x.w;
+      o.x += a * x[r].x; o.y += a * x[r].y; o.z += a * x[r].z; o.w += a * x[r].w;
     }
     const float inv = 1.f / l;  // the largest LSE's block weighs 1
     const int qh = w.head0 + h;

@@ -71,16 +71,35 @@ __device__ __forceinline__ uint32_t bits2(float lo, float hi) {
   else { const __half2 v = __floats2half2_rn(lo, hi); return *reinterpret_cast<const uint32_t*>(&v); }
 }
 
-// Two FP8 codes of encoding `kind` (the low byte first) as two halves. Half holds every e4m3 and
-// e5m2 value exactly, so this is the encoding's exact value; one cvt instruction on sm_89 and later.
-template <__nv_fp8_interpretation_t kind>
-__device__ __forceinline__ uint32_t fp8x2_as_half2(uint32_t two_codes) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two_codes & 0xffff), kind);
+// Two FP8 codes of encoding `kind`, the 16-bit half kHalf of x (the low byte first), as two
+// halves. Half holds every e4m3 and e5m2 value exactly, so this is the encoding's exact value. On
+// sm_89 and later it is one cvt that reads its half of x in place: given the half as a 16-bit
+// register of the pair x splits into, ptxas folds the split into the operand
+// (`F2FP.F16.E4M3.UNPACK_B R, R.H1`), where cuda_fp8.h's conversion of `x >> 16` spent a shift
+// on every high pair (32 an FP8 step at head_dim 128, beside its 64 conversions). Earlier GPUs
+// take cuda_fp8.h's conversion, which is their only one.
+#define CUBINRT_FP8X2_CVT_(half, enc) \
+  "{ .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %1;\n cvt.rn.f16x2." enc "x2 %0, " half "; }"
+template <__nv_fp8_interpretation_t kind, int kHalf = 0>
+__device__ __forceinline__ uint32_t fp8x2_as_half2(uint32_t x) {
+  static_assert(kHalf == 0 || kHalf == 1);
+#if __CUDA_ARCH__ >= 890
+  uint32_t h;
+  if constexpr (kind == __NV_E4M3 && kHalf == 0) asm(CUBINRT_FP8X2_CVT_("lo", "e4m3") : "=r"(h) : "r"(x));
+  else if constexpr (kind == __NV_E4M3) asm(CUBINRT_FP8X2_CVT_("hi", "e4m3") : "=r"(h) : "r"(x));
+  else if constexpr (kHalf == 0) asm(CUBINRT_FP8X2_CVT_("lo", "e5m2") : "=r"(h) : "r"(x));
+  else asm(CUBINRT_FP8X2_CVT_("hi", "e5m2") : "=r"(h) : "r"(x));
+  return h;
+#else
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>((x >> (16 * kHalf)) & 0xffff), kind);
   return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+#endif
 }
+#undef CUBINRT_FP8X2_CVT_
 // FP8 KV's codes (its declared encoding), and NVFP4's e4m3 block scales.
 constexpr __nv_fp8_interpretation_t kFp8Kind = kKvDtype == CUBINRT_DTYPE_FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
-__device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t two_codes) { return fp8x2_as_half2<kFp8Kind>(two_codes); }
+template <int kHalf = 0>
+__device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t codes) { return fp8x2_as_half2<kFp8Kind, kHalf>(codes); }
 __device__ __forceinline__ uint32_t e4m3x2_to_half2(uint32_t two_scales) { return fp8x2_as_half2<__NV_E4M3>(two_scales); }
 
 // Eight e2m1 codes (NVFP4's elements, the low nibble first), without the hardware conversion, as

@@ -151,7 +151,7 @@ __device__ __forceinline__ uint32_t fp8x2_bits(uint32_t x, uint32_t sel) {
 
 __device__ __forceinline__ void widen_fp8(uint32_t x, uint32_t* w) {
   if constexpr (CUBINRT_FP8_BITS) { w[0] = fp8x2_bits(x, 0x1404u); w[1] = fp8x2_bits(x, 0x3424u); }
-  else { w[0] = fp8x2_to_half2(x); w[1] = fp8x2_to_half2(x >> 16); }
+  else { w[0] = fp8x2_to_half2(x); w[1] = fp8x2_to_half2<1>(x); }
 }
 
 // NVFP4: the e2m1 codes times 2^-14 as half (e2m1x8_to_half2x4), so the KV unit is 2^14; with
@@ -695,9 +695,9 @@ __device__ __forceinline__ void narrow_vt(const StepLoads& cur, int t0, int t_en
         } else {
           const uint32_t lo = __byte_perm(a, b, 0x5140), hi = __byte_perm(a, b, 0x7362);  // codes 0-1, 2-3 of each row
           vt[p][0][i] = fp8x2_to_half2(lo);  // the words of codes (0, 1) and (2, 3)
-          vt[p][1][i] = fp8x2_to_half2(lo >> 16);
+          vt[p][1][i] = fp8x2_to_half2<1>(lo);
           vt[p][0][i + 1] = fp8x2_to_half2(hi);
-          vt[p][1][i + 1] = fp8x2_to_half2(hi >> 16);
+          vt[p][1][i + 1] = fp8x2_to_half2<1>(hi);
         }
       }
     }

@@ -101,10 +101,23 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
         {2, 32, 2, {129, 700}, KvLayout::hnd, 0},
         {2, 24, 2, {1500, 77}, KvLayout::hnd, 3},
         {2, 64, 2, {260, 1100}, KvLayout::nhd, 0},
+        // The workspace merge reads a head's LSEs 32 to a warp and 256 to a chunk: 40 splits
+        // (two per lane), and 257 (a second chunk), a sequence's last ones empty; groups for both
+        // families.
+        {2, 8, 2, {1300, 613}, KvLayout::hnd, 40},
+        {2, 24, 2, {1300, 613}, KvLayout::nhd, 40},
+        {2, 16, 2, {8200, 3001}, KvLayout::nhd, 300},
+        {2, 32, 2, {8200, 3001}, KvLayout::hnd, 300},
     };
     if (paged_decode::supports_cluster_merge(rt->device(), *rt->selected(key))) {
       cases.push_back({2, 16, 2, {100, 45}, KvLayout::nhd, 2, SplitMerge::cluster});
       cases.push_back({2, 28, 2, {100, 45}, KvLayout::hnd, 2, SplitMerge::cluster});
+      // The largest cluster the dispatcher launches (every block's share in registers at once), and
+      // one of 5 blocks, most of the short sequence's empty.
+      cases.push_back({2, 8, 2, {1100, 45}, KvLayout::hnd, 8, SplitMerge::cluster});
+      cases.push_back({2, 20, 2, {1100, 45}, KvLayout::nhd, 8, SplitMerge::cluster});
+      cases.push_back({3, 12, 2, {700, 300, 17}, KvLayout::nhd, 5, SplitMerge::cluster});
+      cases.push_back({3, 32, 2, {700, 300, 17}, KvLayout::hnd, 5, SplitMerge::cluster});
     }
     double worst = 0, worst_lse = 0;
     uint64_t seed = 1000 + decode_axes(key).head_dim;

@@ -83,5 +83,8 @@ typedef struct CubinrtPagedDecodeParamsV6 {
 // (the manifest's max_threads) and the loader checks (a whole number of warps, at least
 // CUBINRT_PAGED_DECODE_MIN_THREADS).
 #define CUBINRT_PAGED_DECODE_THREADS 128
+// The most splits the dispatcher launches as one thread-block cluster (the portable cluster size);
+// the kernel's cluster merge holds every block's share of a dim in registers at once, up to this.
+#define CUBINRT_PAGED_DECODE_MAX_CLUSTER_SPLITS 8
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "bundle/manifest.hpp"
 #include "cubinrt/runtime.hpp"
+#include "families/paged_decode/paged_decode_abi.h"
 
 namespace cubinrt::paged_decode {
 
@@ -38,7 +39,7 @@ inline constexpr double kSplitGainToBeat = 0.05;
 // leaves whole stay whole: B1 L128 5.0 / 4.7 unsplit against 5.2-5.9 in clusters, and at 256
 // tokens a cluster of 2 was no faster at batch 1-8 and 13% slower at 16. The one loss seen:
 // B8 L4096 FP8, 4 splits, 27.5 through the workspace against 30.8 as clusters (bf16 40.7 / 40.1).
-inline constexpr int64_t kMaxClusterSplits = 8;
+inline constexpr int64_t kMaxClusterSplits = CUBINRT_PAGED_DECODE_MAX_CLUSTER_SPLITS;
 inline constexpr int64_t kMinTokensPerClusterSplit = 128;
 
 // The kernel is bandwidth-bound: the fewest splits whose busiest multiprocessor streams within
