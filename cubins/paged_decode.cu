@@ -113,14 +113,20 @@ __device__ __forceinline__ float* lse_at(const CubinrtPagedDecodeParamsV6& p, in
 
 // Merges every split's output and LSE into out and lse. It runs at the end of a launch, with the
 // rest of the GPU idle, so what counts is how many times it waits on L2: the first splits' dims
-// of a thread are requested before the weights are computed, and with up to 32 splits one read of
-// the LSEs gives each head's max, its sum (online, as the softmax) and the weights; before, the
-// LSEs were read three times and the dims after them. Each split's weight is computed once per head
+// of a thread are requested before the weights are computed, and one read of the LSEs gives each
+// head's max, its sum (online, as the softmax) and the first chunk's weights; before, the LSEs
+// were read three times and the dims after them. Each split's weight is computed once per head
 // (not once per dim); each thread sums whole float4s of dims with kBatch loads in flight.
 __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, MergeScratch& s) {
   constexpr int kVecsPerHead = kHeadDim / 4;
   constexpr int kPerThread = (kGroup * kVecsPerHead + kThreads - 1) / kThreads;
   constexpr int kBatch = 16;                   // splits' float4s a thread has in flight
+  // LSEs of a chunk a lane reads and holds to its weight. Holding 8 cost the 16-head bf16 kernel,
+  // held to 128 registers, 3 more spill instructions a step of its main loop (14 against 11; B64
+  // L8192 32q/1kv in 2 clusters 113 -> 125 us, H100 run 93). Holding one gives the 11 back in the
+  // SASS but lengthens the 8-head loops (head_dim 128 bf16 185 -> 233 instructions a step, FP8
+  // 273 -> 309); it is not yet timed.
+  constexpr int kLanesLse = kMergeChunk / 32;
   const int num_splits = p.num_splits;
   const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
   auto column = [&](int v) {  // vector v's dims in split 0 (the splits follow kVecsPerHead apart)
@@ -136,15 +142,24 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWor
   // A warp a head (a chunk may have more heads than the block has warps).
   for (int h = w.warp; h < w.heads; h += kWarps) {
     const float* lse = split_lse(p, w.b, w.head0 + h);
-    // The lane's first LSE stays in a register for its weight; the rest (more than 32 splits) are
-    // read again for theirs. Holding more of them cost the 16-head bf16 kernel, which is held to
-    // 128 registers, three more spill instructions in its main loop.
-    const float x0 = w.lane < num_splits ? __ldcg(lse + w.lane) : kNegBig;
-    float m = x0, l = w.lane < num_splits ? 1.f : 0.f;
-    for (int sp = w.lane + 32; sp < num_splits; sp += 32) {  // an online softmax sum, as the loop's
-      const float x = __ldcg(lse + sp), mn = fmaxf(m, x);
-      l = l * exp2f(m - mn) + exp2f(x - mn);
-      m = mn;
+    float v[kLanesLse], m = kNegBig, l = 0.f;
+#pragma unroll
+    for (int k = 0; k < kLanesLse; ++k) {
+      const int sp = 32 * k + w.lane;
+      v[k] = sp < num_splits ? __ldcg(lse + sp) : kNegBig;
+      m = fmaxf(m, v[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kLanesLse; ++k) l += 32 * k + w.lane < num_splits ? exp2f(v[k] - m) : 0.f;
+    for (int c0 = kMergeChunk; c0 < num_splits; c0 += kMergeChunk) {  // more splits than a chunk: rare
+#pragma unroll
+      for (int k = 0; k < kLanesLse; ++k) {
+        const int sp = c0 + 32 * k + w.lane;
+        if (sp >= num_splits) continue;
+        const float x = __ldcg(lse + sp), mn = fmaxf(m, x);
+        l = l * exp2f(m - mn) + exp2f(x - mn);
+        m = mn;
+      }
     }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) {
@@ -154,8 +169,9 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWor
       m = mn;
     }
     if (w.lane == 0) { s.max[h] = m; s.sum[h] = l; }
-    if (w.lane < num_splits) s.weight[h][w.lane] = exp2f(x0 - m);
-    for (int sp = w.lane + 32; sp < min(num_splits, kMergeChunk); sp += 32) s.weight[h][sp] = exp2f(__ldcg(lse + sp) - m);
+#pragma unroll
+    for (int k = 0; k < kLanesLse; ++k)
+      if (32 * k + w.lane < min(num_splits, kMergeChunk)) s.weight[h][32 * k + w.lane] = exp2f(v[k] - m);
   }
   float4 o[kPerThread];
 #pragma unroll
