@@ -102,7 +102,7 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
         {2, 24, 2, {1500, 77}, KvLayout::hnd, 3},
         {2, 64, 2, {260, 1100}, KvLayout::nhd, 0},
         // The workspace merge reads a head's LSEs 32 to a warp and 256 to a chunk: 40 splits
-        // (two per lane), and 257 (a second chunk), a sequence's last ones empty; groups for both
+        // (two per lane), and 300 (past the first chunk), a sequence's last ones empty; groups for both
         // families.
         {2, 8, 2, {1300, 613}, KvLayout::hnd, 40},
         {2, 24, 2, {1300, 613}, KvLayout::nhd, 40},
