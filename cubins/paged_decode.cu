@@ -111,6 +111,19 @@ __device__ __forceinline__ float* lse_at(const CubinrtPagedDecodeParamsV6& p, in
   return p.lse + b * p.lse_stride_batch + qh * p.lse_stride_head;
 }
 
+// o += a * x, dim by dim: every merge's step, over warps, splits or cluster blocks.
+__device__ __forceinline__ void add_scaled(float4& o, float a, const float4& x) {
+  o.x += a * x.x; o.y += a * x.y; o.z += a * x.z; o.w += a * x.w;
+}
+
+// Folds a (max, sum) pair of the softmax (log2 units) into (m, l), as the online softmax does: both
+// sums are rescaled to the larger max.
+__device__ __forceinline__ void combine_lse_sum(float& m, float& l, float mo, float lo) {
+  const float mn = fmaxf(m, mo);
+  l = l * exp2f(m - mn) + lo * exp2f(mo - mn);
+  m = mn;
+}
+
 // Merges every split's output and LSE into out and lse. It runs at the end of a launch, with the
 // rest of the GPU idle, so what counts is how many times it waits on L2: the first splits' dims
 // of a thread are requested before the weights are computed, and one read of the LSEs gives each
@@ -131,6 +144,12 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWor
   const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
   auto column = [&](int v) {  // vector v's dims in split 0 (the splits follow kVecsPerHead apart)
     return reinterpret_cast<const float4*>(split_out(p, w.b, w.head0 + v / kVecsPerHead)) + v % kVecsPerHead;
+  };
+  // o += splits j0 .. j0 + kBatch - 1 of one vector of head h, x, by their weights; those at or
+  // past n weigh 0.
+  auto add_weighed_batch = [&](float4& o, const float4 (&x)[kBatch], int h, int j0, int n) {
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) add_scaled(o, j0 + j < n ? s.weight[h][j0 + j] : 0.f, x[j]);
   };
   float4 first[kBatch];  // splits 0 .. kBatch - 1 of this thread's first vector
   {
@@ -156,17 +175,13 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWor
       for (int k = 0; k < kLanesLse; ++k) {
         const int sp = c0 + 32 * k + w.lane;
         if (sp >= num_splits) continue;
-        const float x = __ldcg(lse + sp), mn = fmaxf(m, x);
-        l = l * exp2f(m - mn) + exp2f(x - mn);
-        m = mn;
+        combine_lse_sum(m, l, __ldcg(lse + sp), 1.f);
       }
     }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) {
       const float mo = __shfl_xor_sync(0xffffffffu, m, off), lo = __shfl_xor_sync(0xffffffffu, l, off);
-      const float mn = fmaxf(m, mo);
-      l = l * exp2f(m - mn) + lo * exp2f(mo - mn);
-      m = mn;
+      combine_lse_sum(m, l, mo, lo);
     }
     if (w.lane == 0) { s.max[h] = m; s.sum[h] = l; }
 #pragma unroll
@@ -177,13 +192,7 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWor
 #pragma unroll
   for (int it = 0; it < kPerThread; ++it) o[it] = zero;
   __syncthreads();  // the first chunk's weights are written
-  if (const int h = threadIdx.x / kVecsPerHead; h < w.heads) {
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      const float a = j < num_splits ? s.weight[h][j] : 0.f;
-      o[0].x += a * first[j].x; o[0].y += a * first[j].y; o[0].z += a * first[j].z; o[0].w += a * first[j].w;
-    }
-  }
+  if (const int h = threadIdx.x / kVecsPerHead; h < w.heads) add_weighed_batch(o[0], first, h, 0, num_splits);
   for (int c0 = 0; c0 < num_splits; c0 += kMergeChunk) {
     const int n = min(kMergeChunk, num_splits - c0);
     if (c0 > 0) {
@@ -203,11 +212,7 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWor
         float4 x[kBatch];
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) x[j] = j0 + j < n ? __ldcg(col + (j0 + j) * kVecsPerHead) : zero;
-#pragma unroll
-        for (int j = 0; j < kBatch; ++j) {
-          const float a = j0 + j < n ? s.weight[h][j0 + j] : 0.f;
-          o[it].x += a * x[j].x; o[it].y += a * x[j].y; o[it].z += a * x[j].z; o[it].w += a * x[j].w;
-        }
+        add_weighed_batch(o[it], x, h, j0, n);
       }
     }
   }
@@ -270,7 +275,7 @@ __device__ void merge_cluster(const CubinrtPagedDecodeParamsV6& p, const BlockWo
     for (int r = 0; r < kMaxBlocks; ++r) {
       const float a = exp2f(lse[r] - m);
       l += a;
-      o.x += a * x[r].x; o.y += a * x[r].y; o.z += a * x[r].z; o.w += a * x[r].w;
+      add_scaled(o, a, x[r]);
     }
     const float inv = 1.f / l;  // the largest LSE's block weighs 1
     const int qh = w.head0 + h;
@@ -398,8 +403,7 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV6& p) {
 #pragma unroll
     for (int wp = 0; wp < kPartialRows; ++wp) {
       const float wt = a[wp] * inv;
-      const float4 x = *reinterpret_cast<const float4*>(&part.acc[wp][h][d]);
-      o.x += wt * x.x; o.y += wt * x.y; o.z += wt * x.z; o.w += wt * x.w;
+      add_scaled(o, wt, *reinterpret_cast<const float4*>(&part.acc[wp][h][d]));
     }
     const int qh = head0 + h;
     const float lse2 = l > 0.f ? m + log2f(l) : kNegBig;
