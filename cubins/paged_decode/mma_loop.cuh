@@ -111,12 +111,24 @@ struct RingAndScores {
   uint4 chunk[kStages > 0 ? kWarps * kStages * kStageChunks : 1];
   float2 scores[2][kWarps][kTiles][32];
 };
+// q's fragment in shared memory (kQShared): a lane's four A registers of a k-tile (two rows of
+// heads) or of a pair of k-tiles (one row) at q[slot][lane], read by every warp each step instead
+// of held in registers (32 of them for 16 heads at head_dim 128, or 8 heads at 256).
+#ifndef CUBINRT_Q_SHARED  // experiments only
+#define CUBINRT_Q_SHARED 0
+#endif
+constexpr bool kQShared = CUBINRT_Q_SHARED && !kDimSplit && kStages > 0;
+struct RingAndQ {
+  uint4 chunk[kStages > 0 ? kWarps * kStages * kStageChunks : 1];
+  uint4 q[kGroup > 8 ? kKTiles : kKTiles / 2][32];
+};
 // Only the dim-split loop pays for the score buffer (the others' shared memory stays as it was:
 // 48 KB static at head_dim 128).
-using Staging = typename std::conditional<kDimSplit, RingAndScores, Ring>::type;
+using Staging = typename std::conditional<kDimSplit, RingAndScores, typename std::conditional<kQShared, RingAndQ, Ring>::type>::type;
 using ScoreBuf = float2 (*)[kTiles][32];  // [warp][n-tile][lane]
 __device__ __forceinline__ ScoreBuf score_buf(RingAndScores& s, int step) { return s.scores[step & 1]; }
 __device__ __forceinline__ ScoreBuf score_buf(Ring&, int) { return nullptr; }
+__device__ __forceinline__ ScoreBuf score_buf(RingAndQ&, int) { return nullptr; }
 
 // Lane (g, t) = (lane / 4, lane % 4). Word w (two consecutive dims) of the K row a lane holds,
 // and of q for the same lane: its first dim. Lanes t = 0..3 cover a row, 16 bytes each.
@@ -235,6 +247,28 @@ struct QFrag {
   uint32_t lo[kKTiles][2];                // head g: A registers a0, a2 (and a1, a3 of the k-tile before, without kHi)
   uint32_t hi[kHi ? kKTiles : 1][2];      // head g + 8: a1, a3 (unused without kHi)
 };
+// The A operand of k-tile i. Two rows of heads (kHi): heads g and g + 8 at the tile's dims. One
+// row: k-tiles 2m and 2m + 1 share an A operand, q's dims of tile 2m in rows 0-7 and of tile
+// 2m + 1 in rows 8-15, so q stays in registers as it is used, with no zero rows to hold. Against
+// K's tile 2m the scores are rows 0-7 of the result; against tile 2m + 1, rows 8-15 (the other
+// rows pair q's dims with K's of the other tile and are left unread). docs/kernels.md,
+// "Instructions a step". From shared memory (QInShared) the load is volatile, so the compiler
+// does not hoist it out of the loop into registers.
+__device__ __forceinline__ uint4 q_a(const QFrag<true>& q, int i) { return make_uint4(q.lo[i][0], q.hi[i][0], q.lo[i][1], q.hi[i][1]); }
+__device__ __forceinline__ uint4 q_a(const QFrag<false>& q, int i) {
+  const int m = i & ~1;
+  return make_uint4(q.lo[m][0], q.lo[m + 1][0], q.lo[m][1], q.lo[m + 1][1]);
+}
+template <bool kHi>
+struct QInShared {
+  uint32_t addr;  // of q[0][lane]
+};
+template <bool kHi>
+__device__ __forceinline__ uint4 q_a(const QInShared<kHi>& q, int i) {
+  uint4 a;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a.x), "=r"(a.y), "=r"(a.z), "=r"(a.w) : "r"(q.addr + (kHi ? i : i / 2) * 32 * 16));
+  return a;
+}
 
 // Loads the fragment and returns the factor the scores must be multiplied by: bf16 q feeding a
 // half mma (FP8 KV) is scaled by a power of two to fit half's range exactly (one factor for every
@@ -733,8 +767,8 @@ __device__ __forceinline__ void named_barrier() { asm volatile("bar.sync 1, %0;"
 // row of heads or two (kHi: rows 8-15 of the q.K tile are heads 8-15, whose scores come out of
 // the same mmas; their P.V is a second 8-column tile over the same V words). kWhole: every token
 // of the step is below t_end, so nothing is masked (the compiler drops the checks and selects).
-template <bool kHi, bool kWhole>
-__device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t_end, int g, int t, const QFrag<kHi>& q, float sscale,
+template <bool kHi, bool kWhole, class QSource>
+__device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t_end, int g, int t, const QSource& q, float sscale,
                                              Running<kHi>& r, const ScoreShare& share) {
   // Scores of heads g (and g + 8) for tokens n*8 + 2t and n*8 + 2t + 1 of each n-tile.
   float s[kHi ? 2 : 1][kTiles][2];
@@ -751,19 +785,11 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
     // 542 -> 512 us at B64 L8192; at B1 L128, where one warp per scheduler waits on every
     // latency, 6.2 -> 6.0 us).
     float c2[2][4] = {};
+    uint4 a;
 #pragma unroll
     for (int i = 0; i < kKTiles; ++i) {
-      if constexpr (kHi) {
-        mma_k16(c2[i & 1], q.lo[i][0], q.hi[i][0], q.lo[i][1], q.hi[i][1], kw[2 * i], kw[2 * i + 1]);
-      } else {
-        // One row of heads: k-tiles 2m and 2m + 1 share an A operand, q's dims of tile 2m in rows
-        // 0-7 and of tile 2m + 1 in rows 8-15, so q stays in registers as it is used, with no
-        // zero rows to hold. Against K's tile 2m the scores are rows 0-7 of the result; against
-        // tile 2m + 1, rows 8-15 (the other rows pair q's dims with K's of the other tile and
-        // are left unread). docs/kernels.md, "Instructions a step".
-        const int m = i & ~1;
-        mma_k16(c2[i & 1], q.lo[m][0], q.lo[m + 1][0], q.lo[m][1], q.lo[m + 1][1], kw[2 * i], kw[2 * i + 1]);
-      }
+      if (kHi || i % 2 == 0) a = q_a(q, i);  // one row: tiles 2m and 2m + 1 share it
+      mma_k16(c2[i & 1], a.x, a.y, a.z, a.w, kw[2 * i], kw[2 * i + 1]);
     }
     const float c[4] = {c2[0][0] + c2[1][kHi ? 0 : 2], c2[0][1] + c2[1][kHi ? 1 : 3], c2[0][2] + c2[1][2], c2[0][3] + c2[1][3]};
 #pragma unroll
@@ -817,9 +843,9 @@ __device__ __forceinline__ void consume_step(const StepLoads& cur, int t0, int t
 
 // Every step of this warp (tokens first, first + kStride, ... below t_end), through registers or
 // through the shared-memory ring.
-template <bool kHi>
+template <bool kHi, class QSource>
 __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, Staging& stage, int g, int t,
-                                           const QFrag<kHi>& q, float qf, float sscale, Running<kHi>& r) {
+                                           const QSource& q, float qf, float sscale, Running<kHi>& r) {
   const int32_t* pages = p.block_table + static_cast<int64_t>(w.b) * p.block_table_stride;
   const int64_t head = static_cast<int64_t>(w.kvh) * p.kv_stride_head * kKvBytes + kv_dim_bytes(dim0(w));
   const char* kbase = static_cast<const char*>(p.k_cache) + head;
@@ -882,6 +908,18 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV6& p, 
   }
 }
 
+// Puts the fragment in shared memory (kQShared): every warp has loaded the same one, and each
+// stores its share of the slots. (A template: Staging has q only where kQShared.)
+template <bool kHi, class S>
+__device__ __forceinline__ QInShared<kHi> share_q(S& stage, const QFrag<kHi>& q, const BlockWork& w) {
+  constexpr int kSlots = kHi ? kKTiles : kKTiles / 2;
+#pragma unroll
+  for (int i = 0; i < kSlots; ++i)
+    if (i % kWarps == w.warp) stage.q[i][w.lane] = q_a(q, kHi ? i : 2 * i);
+  __syncthreads();
+  return QInShared<kHi>{smem_addr(&stage.q[0][w.lane])};
+}
+
 // `stage` and `out` may share memory: every warp is done with the ring before any writes out.
 template <bool kHi>
 __device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, Staging& stage, WarpPartials& out) {
@@ -901,7 +939,11 @@ __device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParams
     r.row[h].m = kNegBig;
     r.row[h].l = 0.f;
   }
-  walk_steps<kHi>(p, w, stage, g, t, q, qf, sscale, r);
+  if constexpr (kQShared) {
+    walk_steps<kHi>(p, w, stage, g, t, share_q<kHi>(stage, q, w), qf, sscale, r);
+  } else {
+    walk_steps<kHi>(p, w, stage, g, t, q, qf, sscale, r);
+  }
   if constexpr (kStages > 0) __syncthreads();
 
 #pragma unroll
