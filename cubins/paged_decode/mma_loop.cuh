@@ -118,8 +118,7 @@ struct RingAndScores {
 #define CUBINRT_Q_SHARED 0
 #endif
 constexpr bool kQShared = CUBINRT_Q_SHARED && !kDimSplit && kStages > 0;
-struct RingAndQ {
-  uint4 chunk[kStages > 0 ? kWarps * kStages * kStageChunks : 1];
+struct RingAndQ : Ring {
   uint4 q[kGroup > 8 ? kKTiles : kKTiles / 2][32];
 };
 // Only the dim-split loop pays for the score buffer (the others' shared memory stays as it was:
@@ -128,7 +127,6 @@ using Staging = typename std::conditional<kDimSplit, RingAndScores, typename std
 using ScoreBuf = float2 (*)[kTiles][32];  // [warp][n-tile][lane]
 __device__ __forceinline__ ScoreBuf score_buf(RingAndScores& s, int step) { return s.scores[step & 1]; }
 __device__ __forceinline__ ScoreBuf score_buf(Ring&, int) { return nullptr; }
-__device__ __forceinline__ ScoreBuf score_buf(RingAndQ&, int) { return nullptr; }
 
 // Lane (g, t) = (lane / 4, lane % 4). Word w (two consecutive dims) of the K row a lane holds,
 // and of q for the same lane: its first dim. Lanes t = 0..3 cover a row, 16 bytes each.
@@ -266,7 +264,7 @@ struct QInShared {
 template <bool kHi>
 __device__ __forceinline__ uint4 q_a(const QInShared<kHi>& q, int i) {
   uint4 a;
-  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a.x), "=r"(a.y), "=r"(a.z), "=r"(a.w) : "r"(q.addr + (kHi ? i : i / 2) * 32 * 16));
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a.x), "=r"(a.y), "=r"(a.z), "=r"(a.w) : "r"(q.addr + (kHi ? i : i / 2) * static_cast<uint32_t>(sizeof(uint4[32]))));
   return a;
 }
 

@@ -1,7 +1,7 @@
 // fmt's compiled functions (formatting a float, the locale hooks, vformat), once for the project.
 // Debian ships libfmt only as a shared library, and linking it would make libcubinrt.so and the
 // Python module need libfmt.so.9 wherever they run; fmt's header-only mode instead compiled these
-// functions in every translation unit, a third of a tool file's compile time. So the project
+// functions in every translation unit, over a quarter of a tool file's compile time. So the project
 // uses fmt's headers without FMT_HEADER_ONLY (the cubinrt_fmt target) and defines the functions
 // here, in cubinrt_base, which every binary that formats links.
 #include <fmt/format-inl.h>
