@@ -270,6 +270,14 @@ LaunchOverlap g_overlap = LaunchOverlap::allow;
 // TensorRT-LLM's order (SM100 only; on the H200 their sm_90 builds in the test bundle).
 ScaleOrder g_v_sf_order = ScaleOrder::linear;
 ScaleOrder v_sf_order_of(Dtype kv) { return kv == Dtype::nvfp4 ? g_v_sf_order : ScaleOrder::linear; }
+// Where NVFP4's scale rows lie (--sf-layout): with the codes' layout (the default), or forced to NHD
+// or HND whatever the codes' layout, so that one call can tell the scale reads' share of a
+// layout's cost from the codes'.
+std::optional<KvLayout> g_sf_layout;
+KvStrides contiguous_sf_strides(KvLayout layout, uint32_t page, uint32_t heads, uint32_t d) {
+  const int64_t row = d / 16, P = page, H = heads;
+  return layout == KvLayout::nhd ? KvStrides{P * H * row, H * row, row} : KvStrides{H * P * row, row, P * row};
+}
 KernelKey bench_key(const Shape& s, Dtype kv) {
   return v_sf_order_of(kv) == ScaleOrder::interleaved4 ? decode_vsf_interleaved_key(s.d, Dtype::bf16, s.page) : decode_key(s.d, Dtype::bf16, kv, s.page);
 }
@@ -320,6 +328,7 @@ std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k
   a.kv = {reinterpret_cast<void*>(kc), reinterpret_cast<void*>(vc), shape.kv_storage, shape.kv_declared, 0.5f, 0.5f, reinterpret_cast<void*>(ksf),
           s.layout, s.page, s.hk, num_pages};
   a.kv.v_sf = reinterpret_cast<void*>(vsf);
+  if (nvfp4 && g_sf_layout) a.kv.sf_strides = contiguous_sf_strides(*g_sf_layout, s.page, s.hk, s.d);
   a.kv.v_sf_order = shape.v_sf_order;  // the scales are random codes: either order reads them
   a.block_table = reinterpret_cast<const int32_t*>(table);
   a.seq_lens = reinterpret_cast<const int32_t*>(lens);
@@ -618,6 +627,8 @@ int main(int argc, char** argv) {
   app.add_option("--v-sf-order", g_v_sf_order, "NVFP4's V-scale order: linear, or interleaved4 (TensorRT-LLM's; its kernels are SM100's, "
                                               "on the H200 the test bundle's sm_90 builds: --bundle hd512_sm90.bundle --nvfp4)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, ScaleOrder>{{"linear", ScaleOrder::linear}, {"interleaved4", ScaleOrder::interleaved4}}));
+  app.add_option("--sf-layout", g_sf_layout, "NVFP4's scale rows in nhd or hnd order whatever the codes' layout (default: the codes')")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, KvLayout>{{"nhd", KvLayout::nhd}, {"hnd", KvLayout::hnd}}));
   app.add_flag("--append", append, "instead of the issue's shapes: kv_append of 64 and 8192 tokens into bf16, FP8 and NVFP4 caches");
   CLI11_PARSE(app, argc, argv);
   auto drv = value_or_die(open_driver(), "driver");
@@ -645,6 +656,8 @@ int main(int argc, char** argv) {
   if (!replay) {
     md(fmt::format("\nDecode launches {} (--overlap {}).", g_overlap == LaunchOverlap::allow ? "overlap the kernel before them where the kernel "
                    "takes it (sm_90 builds)" : "keep plain stream order", g_overlap == LaunchOverlap::allow ? "allow" : "never"));
+    if (g_sf_layout)
+      md(fmt::format("NVFP4 rows: the block scales' rows in {} order whatever the codes' layout (--sf-layout).", *g_sf_layout == KvLayout::nhd ? "NHD" : "HND"));
     if (g_v_sf_order == ScaleOrder::interleaved4)
       md("NVFP4 rows: V's block scales in TensorRT-LLM's 4-token interleave (--v-sf-order interleaved4), read by their own kernels.");
     md("\n| shape | kv | splits | kernel | time (us) | / bare single | KV TB/s | / copy BW | / read BW | us per launch, back to back | / bare launch |\n"
