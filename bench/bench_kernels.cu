@@ -6,6 +6,15 @@
 
 extern "C" __global__ void bench_empty() {}
 
+// Keeps the GPU busy for `cycles` SM clocks, so that a launch timed after it is already queued
+// when its start event fires: its time is then the device's alone, without the host's launch
+// latency (the way FlashInfer's peer bench times "gpu us", with torch.cuda._sleep).
+extern "C" __global__ void bench_spin(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
 __device__ __forceinline__ uint32_t mix(uint64_t x) {
   x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull; x ^= x >> 33;
   return static_cast<uint32_t>(x);

@@ -167,7 +167,7 @@ double replay_us(const GraphApi& g, Events& ev, F&& launch) {
 
 struct BenchKernels {
   CUlibrary lib = nullptr;
-  CUfunction empty = nullptr, fill16 = nullptr, fill8 = nullptr, read = nullptr;
+  CUfunction empty = nullptr, fill16 = nullptr, fill8 = nullptr, read = nullptr, spin = nullptr;
 };
 
 BenchKernels load_bench_kernels(const std::string& path) {
@@ -185,6 +185,7 @@ BenchKernels load_bench_kernels(const std::string& path) {
   k.fill16 = get("bench_fill16");
   k.fill8 = get("bench_fill8");
   k.read = get("bench_read");
+  k.spin = get("bench_spin");
   return k;
 }
 
@@ -200,7 +201,18 @@ struct Ceilings {
   double read_tbps = 0;   // bytes read / s by a kernel that only reads
   double launch_us = 0;   // back-to-back empty kernel launches
   double single_us = 0;   // one empty kernel launch between two events, as the decode "time" column
+  double queued_us = 0;   // the same launch queued behind a busy kernel, as the decode "device us" column
 };
+
+// Milliseconds of one launch queued behind half a millisecond of busy GPU (bench_spin, 10^6
+// clocks): the device's time for it, the host's launch latency hidden (FlashInfer's "gpu us").
+template <class F>
+double queued_time(const BenchKernels& k, Events& ev, F&& launch) {
+  long long cycles = 1'000'000;
+  void* args[] = {&cycles};
+  check(g_d->cuLaunchKernel(k.spin, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr), "cuLaunchKernel(spin)");
+  return ev.time(launch);
+}
 
 Ceilings measure_ceilings(const BenchKernels& k, int multiprocessors) {
   Ceilings c;
@@ -237,6 +249,9 @@ Ceilings measure_ceilings(const BenchKernels& k, int multiprocessors) {
   std::vector<double> single;
   for (int i = 0; i < 25; ++i) single.push_back(ev.time(launch_empty) * 1e3);
   c.single_us = median(single);
+  single.clear();
+  for (int i = 0; i < 25; ++i) single.push_back(queued_time(k, ev, launch_empty) * 1e3);
+  c.queued_us = median(single);
   return c;
 }
 
@@ -371,13 +386,16 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
   std::vector<double> ms;
   for (int i = 0; i < 25; ++i) ms.push_back(ev.time(launch));
   const double t = median(ms);
+  ms.clear();
+  for (int i = 0; i < 25; ++i) ms.push_back(queued_time(k, ev, launch));
+  const double queued = median(ms);
   const double tbps = setup->kv_bytes / (t * 1e-3) / 1e12;
   // Back-to-back launches, as the bare-launch ceiling was measured.
   constexpr int kLoop = 1000;
   const double per_launch_us = ev.time([&] { for (int i = 0; i < kLoop; ++i) launch(); }) * 1e3 / kLoop;
   const std::string splits = fmt::format("{}{}", plan.num_splits(), plan.merge() == SplitMerge::cluster ? " cluster" : "");
-  md(fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", s.name, dtype_name(kv), splits,
-                 plan.kernel().entry->id, t * 1e3, t * 1e3 / c.single_us, tbps, tbps / c.copy_tbps, tbps / c.read_tbps, per_launch_us,
+  md(fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", s.name, dtype_name(kv), splits,
+                 plan.kernel().entry->id, t * 1e3, t * 1e3 / c.single_us, queued * 1e3, setup->kv_bytes / (queued * 1e-3) / 1e12 / c.copy_tbps, tbps, tbps / c.copy_tbps, tbps / c.read_tbps, per_launch_us,
                  per_launch_us / c.launch_us));
 }
 
@@ -646,8 +664,8 @@ int main(int argc, char** argv) {
   md(fmt::format("device: {}, driver CUDA {}, bundle {}", rt->device().str(), cuda_version_text(rt->device().driver_version),
                  rt->bundle().name()));
   const Ceilings c = measure_ceilings(k, rt->device().multiprocessors);
-  md(fmt::format("| ceiling | value |\n|---|---|\n| copy bandwidth (2 GiB cuMemcpyDtoD, read + write) | {:.2f} TB/s |\n| read bandwidth (2 GiB read by a kernel that only reads) | {:.2f} TB/s |\n| bare launch (empty kernel, 2000 back to back) | {:.2f} us |\n| bare launch, single (empty kernel between two events, median of 25) | {:.2f} us |",
-                 c.copy_tbps, c.read_tbps, c.launch_us, c.single_us));
+  md(fmt::format("| ceiling | value |\n|---|---|\n| copy bandwidth (2 GiB cuMemcpyDtoD, read + write) | {:.2f} TB/s |\n| read bandwidth (2 GiB read by a kernel that only reads) | {:.2f} TB/s |\n| bare launch (empty kernel, 2000 back to back) | {:.2f} us |\n| bare launch, single (empty kernel between two events, median of 25) | {:.2f} us |\n| bare launch, queued (the same behind 0.5 ms of busy GPU: the device's time, as FlashInfer's gpu us) | {:.2f} us |",
+                 c.copy_tbps, c.read_tbps, c.launch_us, c.single_us, c.queued_us));
   if (append) {
     bench_append(*rt, k, c);
     if (const char* path = std::getenv("CUBINRT_BENCH_MD")) std::ofstream(path) << g_md;
@@ -660,8 +678,8 @@ int main(int argc, char** argv) {
       md(fmt::format("NVFP4 rows: the block scales' rows in {} order whatever the codes' layout (--sf-layout).", *g_sf_layout == KvLayout::nhd ? "NHD" : "HND"));
     if (g_v_sf_order == ScaleOrder::interleaved4)
       md("NVFP4 rows: V's block scales in TensorRT-LLM's 4-token interleave (--v-sf-order interleaved4), read by their own kernels.");
-    md("\n| shape | kv | splits | kernel | time (us) | / bare single | KV TB/s | / copy BW | / read BW | us per launch, back to back | / bare launch |\n"
-       "|---|---|---|---|---|---|---|---|---|---|---|");
+    md("\n| shape | kv | splits | kernel | time (us) | / bare single | device us, queued | its / copy BW | KV TB/s | / copy BW | / read BW | us per launch, back to back | / bare launch |\n"
+       "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   }
   const Shape shapes[] = {
       {"B64 L8192 32q/8kv D128 p16", 64, 8192, 32, 8, 128, 16},
