@@ -122,11 +122,22 @@ struct RingAndScores {
 };
 // q's fragment in shared memory (kQShared): a lane's four A registers of a k-tile (two rows of
 // heads) or of a pair of k-tiles (one row) at q[slot][lane], read by every warp each step instead
-// of held in registers (32 of them for 16 heads at head_dim 128, or 8 heads at 256).
-#ifndef CUBINRT_Q_SHARED  // experiments only
-#define CUBINRT_Q_SHARED 0
+// of held in registers (32 of them for 16 heads at head_dim 128, or 8 heads at 256). Taken by the
+// 16-head kernels of 16-bit KV on sm_90, where it ends their loop's spills (14 spill instructions
+// a step at 128 registers, none with it) and was timed (H100 run 96, B64 L8192 single launch, device
+// time: 128q/8kv 748-752 -> 715-716 us, 32q/1kv in 2-block clusters 118-120 -> 108, 64q/4kv 369 ->
+// 361-364). Not taken by FP8 and NVFP4 (no faster: 32q/1kv FP8 62 -> 63-64 us, 128q/8kv in
+// clusters 391-392 either way; nor with 4 blocks an SM), nor head_dim 256, nor other archs (not
+// timed; the 4 KB it adds to the 48 KB ring would leave one block an SM on 100 KB GPUs).
+// CUBINRT_Q_SHARED (experiments) forces it on or off.
+#ifdef CUBINRT_Q_SHARED
+constexpr bool kQSharedWanted = CUBINRT_Q_SHARED;
+#elif __CUDA_ARCH__ == 900
+constexpr bool kQSharedWanted = kGroup > 8 && !kKvWidened;
+#else
+constexpr bool kQSharedWanted = false;
 #endif
-constexpr bool kQShared = CUBINRT_Q_SHARED && !kDimSplit && kStages > 0;
+constexpr bool kQShared = kQSharedWanted && !kDimSplit && kStages > 0;
 struct RingAndQ : Ring {
   uint4 q[kGroup > 8 ? kKTiles : kKTiles / 2][32];
 };
