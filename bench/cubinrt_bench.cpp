@@ -31,6 +31,7 @@
 
 #include "bundle/bundle.hpp"
 #include "common/file_io.hpp"
+#include "common/kv_strides.hpp"
 #include "common/version.hpp"
 #include "driver/driver.hpp"
 #include "driver/launch_attributes.hpp"
@@ -289,10 +290,6 @@ ScaleOrder v_sf_order_of(Dtype kv) { return kv == Dtype::nvfp4 ? g_v_sf_order : 
 // or HND whatever the codes' layout, so that one call can tell the scale reads' share of a
 // layout's cost from the codes'.
 std::optional<KvLayout> g_sf_layout;
-KvStrides contiguous_sf_strides(KvLayout layout, uint32_t page, uint32_t heads, uint32_t d) {
-  const int64_t row = d / 16, P = page, H = heads;
-  return layout == KvLayout::nhd ? KvStrides{P * H * row, H * row, row} : KvStrides{H * P * row, row, P * row};
-}
 KernelKey bench_key(const Shape& s, Dtype kv) {
   return v_sf_order_of(kv) == ScaleOrder::interleaved4 ? decode_vsf_interleaved_key(s.d, Dtype::bf16, s.page) : decode_key(s.d, Dtype::bf16, kv, s.page);
 }
@@ -343,7 +340,7 @@ std::unique_ptr<DecodeSetup> make_setup(const Runtime& rt, const BenchKernels& k
   a.kv = {reinterpret_cast<void*>(kc), reinterpret_cast<void*>(vc), shape.kv_storage, shape.kv_declared, 0.5f, 0.5f, reinterpret_cast<void*>(ksf),
           s.layout, s.page, s.hk, num_pages};
   a.kv.v_sf = reinterpret_cast<void*>(vsf);
-  if (nvfp4 && g_sf_layout) a.kv.sf_strides = contiguous_sf_strides(*g_sf_layout, s.page, s.hk, s.d);
+  if (nvfp4 && g_sf_layout) a.kv.sf_strides = resolve_kv_strides({}, *g_sf_layout, s.page, s.hk, s.d / 16);
   a.kv.v_sf_order = shape.v_sf_order;  // the scales are random codes: either order reads them
   a.block_table = reinterpret_cast<const int32_t*>(table);
   a.seq_lens = reinterpret_cast<const int32_t*>(lens);
@@ -389,13 +386,13 @@ void bench_decode(const Runtime& rt, const BenchKernels& k, const Ceilings& c, c
   ms.clear();
   for (int i = 0; i < 25; ++i) ms.push_back(queued_time(k, ev, launch));
   const double queued = median(ms);
-  const double tbps = setup->kv_bytes / (t * 1e-3) / 1e12;
+  const double tbps = setup->kv_bytes / (t * 1e-3) / 1e12, queued_tbps = setup->kv_bytes / (queued * 1e-3) / 1e12;
   // Back-to-back launches, as the bare-launch ceiling was measured.
   constexpr int kLoop = 1000;
   const double per_launch_us = ev.time([&] { for (int i = 0; i < kLoop; ++i) launch(); }) * 1e3 / kLoop;
   const std::string splits = fmt::format("{}{}", plan.num_splits(), plan.merge() == SplitMerge::cluster ? " cluster" : "");
   md(fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", s.name, dtype_name(kv), splits,
-                 plan.kernel().entry->id, t * 1e3, t * 1e3 / c.single_us, queued * 1e3, setup->kv_bytes / (queued * 1e-3) / 1e12 / c.copy_tbps, tbps, tbps / c.copy_tbps, tbps / c.read_tbps, per_launch_us,
+                 plan.kernel().entry->id, t * 1e3, t * 1e3 / c.single_us, queued * 1e3, queued_tbps / c.copy_tbps, tbps, tbps / c.copy_tbps, tbps / c.read_tbps, per_launch_us,
                  per_launch_us / c.launch_us));
 }
 

@@ -92,16 +92,7 @@ static_assert(kTiles == 1 || kTiles % 2 == 0, "P.V takes n-tiles in pairs");
 static_assert(kGroup == 8 || kGroup == 16, "q heads are the 16 rows of the q.K tile and two 8-column P.V tiles");
 // NVFP4's block scales ride the ring too: a K and a V scale row for each token of the step.
 constexpr int kSfRowBytes = kKvIsNvfp4 ? kSliceDim / 16 : 0;
-// Experiments only: each 8-byte scale row copied as the 16 aligned bytes around it (cp.async.cg,
-// past L1) where the scale strides are whole 16 bytes, into a 16-byte slot of which the reads take
-// the row's half. With NHD pages a token's kv heads' scale rows are neighbours, so the extra 8
-// bytes are another head's, in the same 32-byte sector.
-#ifndef CUBINRT_SF_PAIR
-#define CUBINRT_SF_PAIR 0
-#endif
-constexpr bool kSfPair = CUBINRT_SF_PAIR && kKvIsNvfp4 && kSfRowBytes == 8 && kStages > 0 && !kDimSplit && !kVsfQuads;
-constexpr int kSfSlotBytes = kSfPair ? 16 : kSfRowBytes;               // a scale row's place in the ring
-constexpr int kSfChunks = kKvIsNvfp4 ? kStep * kSfSlotBytes / 16 : 0;  // of K's (or V's) scales in one warp step
+constexpr int kSfChunks = kKvIsNvfp4 ? kStep * kSfRowBytes / 16 : 0;  // of K's (or V's) scales in one warp step
 constexpr int kStageChunks = 2 * kStepChunks + 2 * kSfChunks;          // one step in the ring: K, V, K scales, V scales
 static_assert(kStages == 0 || (kRowChunks >= 8 && kVLoadBytes == 16 && kStepChunks % 32 == 0) ||
                   (kKvIsNvfp4 && kRowChunks == 4 && kVLoadBytes == 8 && kStepChunks % 32 == 0),
@@ -525,8 +516,6 @@ constexpr bool kInPageFixed = kStride % kPageSize == 0;
 struct CopyLane {
   const uint8_t* sf;  // NVFP4 (lanes below 2 kStep): K's scale row, or V's
   int in_page;        // the warp's first token's place in its page
-  bool sf_pair;       // kSfPair: copy the 16 aligned bytes around the scale row (sf is aligned down)
-  uint32_t ksf_half, vsf_half;  // kSfPair: where K's and V's 8 bytes sit in their 16-byte slot
 };
 __device__ __forceinline__ CopyLane copy_lane(const CubinrtPagedDecodeParamsV6& p, int lane, const KvBases& kv, int first) {
   CopyLane cl;
@@ -544,16 +533,6 @@ __device__ __forceinline__ CopyLane copy_lane(const CubinrtPagedDecodeParamsV6& 
       if (is_v) { row_at = (row & ~3) + kv.slice; extra = ((row & 3) - kv.slice) * kSfRowBytes; }
     }
     cl.sf = (is_v ? kv.vsf : kv.ksf) + static_cast<int64_t>(cl.in_page + row_at) * p.sf_stride_token + extra;
-  }
-  cl.sf_pair = false;
-  cl.ksf_half = cl.vsf_half = 0;
-  if constexpr (kSfPair) {
-    cl.sf_pair = ((p.sf_stride_token | p.sf_stride_page) & 15) == 0;
-    if (cl.sf_pair) {
-      cl.ksf_half = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(kv.ksf)) & 8;
-      cl.vsf_half = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(kv.vsf)) & 8;
-      cl.sf -= reinterpret_cast<uintptr_t>(cl.sf) & 8;
-    }
   }
   return cl;
 }
@@ -585,17 +564,15 @@ __device__ __forceinline__ void issue_step(const CubinrtPagedDecodeParamsV6& p, 
   if constexpr (kKvIsNvfp4) {
     // Lanes 0 .. kStep - 1 copy K's scale rows, the next kStep V's (copy_lane chose the source).
     if (lane < 2 * kStep) {
-      const uint32_t dst = slot + 16 * 2 * kStepChunks + (lane >= kStep ? 16 * kSfChunks : 0) + (lane % kStep) * kSfSlotBytes;
-      const uint8_t* src = cl.sf + static_cast<int64_t>(pg * static_cast<uint64_t>(p.sf_stride_page)) + (in_page - cl.in_page) * p.sf_stride_token;
-      if (kSfPair && cl.sf_pair) cp_async16(dst, src);
-      else cp_async_row<kSfRowBytes>(dst, src);
+      const uint32_t dst = slot + 16 * 2 * kStepChunks + (lane >= kStep ? 16 * kSfChunks : 0) + (lane % kStep) * kSfRowBytes;
+      cp_async_row<kSfRowBytes>(dst, cl.sf + static_cast<int64_t>(pg * static_cast<uint64_t>(p.sf_stride_page)) + (in_page - cl.in_page) * p.sf_stride_token);
     }
   }
 }
 
 // A staged step's K and V as the lane's operand loads (the same rows and chunks load_step takes),
 // from the slot at `slot`.
-__device__ __forceinline__ void read_step(uint32_t slot, int g, int t, StepLoads& out, uint32_t ksf_half = 0, uint32_t vsf_half = 0) {
+__device__ __forceinline__ void read_step(uint32_t slot, int g, int t, StepLoads& out) {
 #pragma unroll
   for (int n = 0; n < kTiles; ++n)
 #pragma unroll
@@ -608,19 +585,19 @@ __device__ __forceinline__ void read_step(uint32_t slot, int g, int t, StepLoads
       out.v[u][j] = lds<VRaw>(slot + 16 * (kStepChunks + staged(v_token(u, t), at / 16)) + at % 16);
     }
   if constexpr (kKvIsNvfp4) {
-    const uint32_t ksf = slot + 16 * 2 * kStepChunks + ksf_half;
-    const uint32_t vsf = slot + 16 * 2 * kStepChunks + 16 * kSfChunks + vsf_half;
+    const uint32_t ksf = slot + 16 * 2 * kStepChunks;
+    const uint32_t vsf = ksf + 16 * kSfChunks;
 #pragma unroll
     for (int n = 0; n < kTiles; ++n)
 #pragma unroll
-      for (int j = 0; j < kKLoads; ++j) out.ksf[n][j] = load_scales<kKScales>(ring_bytes(ksf + (n * 8 + g) * kSfSlotBytes + (4 * j + t) * kKElems / 16), 0);
+      for (int j = 0; j < kKLoads; ++j) out.ksf[n][j] = load_scales<kKScales>(ring_bytes(ksf + (n * 8 + g) * kSfRowBytes + (4 * j + t) * kKElems / 16), 0);
 #pragma unroll
     for (int u = 0; u < kVTokens; ++u)
 #pragma unroll
       for (int j = 0; j < kVLoads; ++j) {
         const int r = v_token(u, t), s = (8 * j + g) * kVElems / 16;
         if constexpr (!kVsfQuads) {
-          out.vsf[u][j] = load_scales<kVScales>(ring_bytes(vsf + r * kSfSlotBytes + s), 0);
+          out.vsf[u][j] = load_scales<kVScales>(ring_bytes(vsf + r * kSfRowBytes + s), 0);
         } else {  // vsf_place's row * kSfRowBytes + byte, as one offset into the quad's contiguous rows
           // (the division and remainder, which ptxas keeps, cost head_dim 256's loop 16 instructions a step)
           const uint8_t* at = ring_bytes(vsf + (r & ~3) * kSfRowBytes + 4 * s + (r & 3));
@@ -917,7 +894,7 @@ __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV6& p, 
       __syncwarp();  // the other lanes' copies of step k are visible
       if (k == 0) CUBINRT_TRACE_FIRST_STEP();
       StepLoads cur;
-      read_step(ring + at, g, t, cur, cl.ksf_half, cl.vsf_half);
+      read_step(ring + at, g, t, cur);
       share.buf = score_buf(stage, k);
       consume_step<kHi, decltype(whole)::value>(cur, first + k * kStride, w.t_end, g, t, q, sscale, r, share);
       __syncwarp();  // every lane has read step k before its slot is refilled
