@@ -421,8 +421,12 @@ struct VsfPlace {
 };
 __device__ __forceinline__ VsfPlace vsf_place(int r, int s) {
   if constexpr (!kVsfQuads) return {r, s};
+  // Row length of the quad read as one array; kSfRowBytes is 0 where KV is not NVFP4, and this
+  // non-template function is compiled (never called) there too: 1 keeps nvcc's constant folding
+  // from warning of a division by zero.
+  constexpr int kRow = kSfRowBytes > 0 ? kSfRowBytes : 1;
   const int k = 4 * s + (r & 3);  // in the quad's rows read as one array
-  return {(r & ~3) + k / kSfRowBytes, k % kSfRowBytes};
+  return {(r & ~3) + k / kRow, k % kRow};
 }
 
 // Issues one warp step's K and V loads (and NVFP4's scales).
@@ -481,8 +485,24 @@ __device__ __forceinline__ int staged(int r, int c) {
 // the slot's address, where generic pointers cost every step the CTA's shared window (S2UR, ULEA)
 // and a scaled add per load.
 __device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+// CUBINRT_L2_PREFETCH=64|128|256 (experiments only; the catalog build never sets it): every
+// cp.async of the ring also asks the L2 to fetch that many bytes around it (PTX .L2::<n>B), so
+// that a row shorter than a line (NVFP4 head_dim 128 in NHD pages: 64 bytes, the next kv head's
+// 64 bytes beside it) comes from DRAM in one access, and the single-sequence shapes keep more
+// bytes in flight per request.
+#if !defined(CUBINRT_L2_PREFETCH)
+#define CUBINRT_CP_L2 ""
+#elif CUBINRT_L2_PREFETCH == 64
+#define CUBINRT_CP_L2 ".L2::64B"
+#elif CUBINRT_L2_PREFETCH == 128
+#define CUBINRT_CP_L2 ".L2::128B"
+#elif CUBINRT_L2_PREFETCH == 256
+#define CUBINRT_CP_L2 ".L2::256B"
+#else
+#error "CUBINRT_L2_PREFETCH is 64, 128 or 256"
+#endif
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+  asm volatile("cp.async.cg.shared.global" CUBINRT_CP_L2 " [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int kPending>
@@ -490,8 +510,8 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 // An NVFP4 scale row: 8 bytes (head_dim 128: through L1, the only way 8-byte copies go) or 16.
 template <int kBytes>
 __device__ __forceinline__ void cp_async_row(uint32_t dst, const void* src) {
-  if constexpr (kBytes == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-  else asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(src) : "memory");
+  if constexpr (kBytes == 16) asm volatile("cp.async.cg.shared.global" CUBINRT_CP_L2 " [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+  else asm volatile("cp.async.ca.shared.global" CUBINRT_CP_L2 " [%0], [%1], 8;" ::"r"(dst), "l"(src) : "memory");
 }
 // Loads from the ring, at a shared address: as plain loads through the generic pointer that the
 // compiler sees come from the shared window (so they are LDS with the address as it is, and
