@@ -7,6 +7,8 @@
 //   CUBINRT_PAGE_SIZE  tokens per page
 //   CUBINRT_KERNEL     the entry point's name (the manifest records it)
 //   CUBINRT_G16        defined for the paged_decode_g16 family: 16 q heads a block, head_dim 128
+//   CUBINRT_KV_PAIR    defined for the paged_decode_kv_pair family (NVFP4, head_dim 128): two
+//                      neighbouring kv heads a block, as one row of 256 dims (paged_decode/common.cuh)
 //   CUBINRT_VSF_INTERLEAVED  defined for the *_vsf_interleaved families (NVFP4 only): V's block
 //                      scales in TensorRT-LLM's 4-token interleave (docs/formats.md)
 //   CUBINRT_E2M1_CVT   defined for test-only twins: NVFP4 widened as with the hardware e2m1
@@ -71,7 +73,7 @@ struct MergeScratch {
 // What a block of a cluster merge leaves for the others to read: its normalised output and LSE
 // (log2 units) for each head of the chunk.
 struct ClusterShare {
-  float out[kGroup][kHeadDim];
+  float out[kGroup][kOutDim];
   float lse2[kGroup];
 };
 
@@ -91,10 +93,10 @@ union BlockShared {
 // every split's LSE in log2 units [batch, num_q_heads, splits] (the host sizes it; only the
 // kernel reads it, so its layout is the kernel's own).
 __device__ __forceinline__ float* split_out(const CubinrtPagedDecodeParamsV6& p, int b, int qh) {
-  return p.partial + (static_cast<int64_t>(b) * p.num_q_heads + qh) * p.num_splits * kHeadDim;
+  return p.partial + (static_cast<int64_t>(b) * p.num_q_heads + qh) * p.num_splits * kOutDim;
 }
 __device__ __forceinline__ float* split_lse(const CubinrtPagedDecodeParamsV6& p, int b, int qh) {
-  return p.partial + static_cast<int64_t>(p.batch) * p.num_q_heads * p.num_splits * kHeadDim +
+  return p.partial + static_cast<int64_t>(p.batch) * p.num_q_heads * p.num_splits * kOutDim +
          (static_cast<int64_t>(b) * p.num_q_heads + qh) * p.num_splits;
 }
 
@@ -131,7 +133,7 @@ __device__ __forceinline__ void combine_lse_sum(float& m, float& l, float mo, fl
 // were read three times and the dims after them. Each split's weight is computed once per head
 // (not once per dim); each thread sums whole float4s of dims with kBatch loads in flight.
 __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, MergeScratch& s) {
-  constexpr int kVecsPerHead = kHeadDim / 4;
+  constexpr int kVecsPerHead = kOutDim / 4;
   constexpr int kPerThread = (kGroup * kVecsPerHead + kThreads - 1) / kThreads;
   constexpr int kBatch = 16;                   // splits' float4s a thread has in flight
   // LSEs of a chunk a lane reads and holds to its weight. Holding 8 cost the 16-head bf16 kernel,
@@ -250,7 +252,7 @@ __device__ void merge_cluster(const CubinrtPagedDecodeParamsV6& p, const BlockWo
   const cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();  // every block's share is written
   const int blocks = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
-  constexpr int kVecs = kHeadDim / 4;
+  constexpr int kVecs = kOutDim / 4;
   const int vecs = w.heads * kVecs, per_block = (vecs + blocks - 1) / blocks;
   for (int i = rank * per_block + threadIdx.x; i < min(vecs, (rank + 1) * per_block); i += kThreads) {
     const int h = i / kVecs, d = i % kVecs * 4;
@@ -335,7 +337,8 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV6& p) {
   const unsigned long long trace_ns = global_ns();
   const long long trace_c0 = clock64();
 #endif
-  const int group = p.num_q_heads / p.num_kv_heads;
+  // q heads a block's kv unit serves: a kv head's group, or (kKvPair) a pair's two groups in order.
+  const int group = (kKvPair ? 2 : 1) * (p.num_q_heads / p.num_kv_heads);
   const int chunks = (group + kGroup - 1) / kGroup;
   BlockWork w;
   // Blocks start in launch order (x fastest), and the grid is (batch, head chunks, splits); the
@@ -386,7 +389,7 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV6& p) {
   const WarpPartials& part = s.block.partials;
   const int num_splits = p.num_splits;
   const bool in_cluster = cluster_blocks() > 1;
-  constexpr int kVecs = kHeadDim / 4;
+  constexpr int kVecs = kOutDim / 4;
   for (int i = threadIdx.x; i < heads * kVecs; i += kThreads) {
     const int h = i / kVecs, d = i % kVecs * 4;
     float m = kNegBig;
@@ -414,7 +417,7 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV6& p) {
       store_out4(p, b, qh, d, o);
       if (p.lse != nullptr && d == 0) *lse_at(p, b, qh) = lse2 / kLog2e;
     } else {
-      *reinterpret_cast<float4*>(split_out(p, b, qh) + static_cast<int64_t>(split) * kHeadDim + d) = o;
+      *reinterpret_cast<float4*>(split_out(p, b, qh) + static_cast<int64_t>(split) * kOutDim + d) = o;
       if (d == 0) split_lse(p, b, qh)[split] = lse2;
     }
   }

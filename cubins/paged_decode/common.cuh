@@ -11,7 +11,21 @@
 
 namespace paged_decode {
 
+// The paged_decode_kv_pair family (built with CUBINRT_KV_PAIR): a block takes two neighbouring kv
+// heads of head_dim 128 as one row of 256 dims, where NHD pages keep them side by side, so that
+// an NVFP4 step copies whole 128-byte lines (one kv head's 64-byte code rows are half a line,
+// and 8 of them a copy instruction, where HND's are 4: docs/kernels.md, "NHD pages at head_dim
+// 128"). The loop is head_dim 256's; q is block-diagonal in it (the first kv head's q heads in
+// dims 0-127 and zeros past them, the second's in dims 128-255), and each q head keeps its own
+// half of the output. kHeadDim is the loop's 256, kOutDim a head's 128.
+#ifdef CUBINRT_KV_PAIR
+constexpr bool kKvPair = true;
+constexpr int kHeadDim = 2 * CUBINRT_HEAD_DIM;
+#else
+constexpr bool kKvPair = false;
 constexpr int kHeadDim = CUBINRT_HEAD_DIM;
+#endif
+constexpr int kOutDim = kKvPair ? kHeadDim / 2 : kHeadDim;  // dims of a q head's output (and q)
 constexpr int kPageSize = CUBINRT_PAGE_SIZE;
 constexpr int kQDtype = CUBINRT_Q_DTYPE;
 constexpr int kKvDtype = CUBINRT_KV_DTYPE;
@@ -47,6 +61,8 @@ static_assert(kKvIsNvfp4, "the V-scale order is NVFP4's");
 #else
 constexpr bool kVsfQuads = false;
 #endif
+static_assert(!kKvPair || (kKvIsNvfp4 && kOutDim == 128 && kGroup == 8 && !kVsfQuads),
+              "paged_decode_kv_pair pairs the kv heads of NVFP4 head_dim 128 caches, 8 q heads a block, V scales in linear order");
 // FP8 and NVFP4 are widened to half for the tensor cores; 16-bit KV is used as stored.
 constexpr bool kKvWidened = kKvIsFp8 || kKvIsNvfp4;
 // Bytes of one storage element, the unit of the KV strides (NVFP4's storage is bytes of two codes),
@@ -176,10 +192,11 @@ __device__ long long g_trace_first_step;  // clock64 when block (0, 0, 0)'s warp
 #define CUBINRT_TRACE_FIRST_STEP()
 #endif
 
-// One block's share: a sequence, a kv head, up to kGroup of its q heads, one KV split.
+// One block's share: a sequence, a kv head (kKvPair: a pair of them), up to kGroup of its q heads,
+// one KV split.
 struct BlockWork {
   int b;        // sequence
-  int kvh;      // kv head
+  int kvh;      // kv head (kKvPair: the pair's index; its kv heads are 2 kvh and 2 kvh + 1)
   int head0;    // first q head of the chunk
   int heads;    // q heads in the chunk (1..kGroup)
   int t_begin;  // token range of this split
@@ -195,8 +212,12 @@ constexpr int kPartialRows = kHeadDim > CUBINRT_PAGED_DECODE_TOKEN_SPLIT_MAX_HEA
 
 // The main loop leaves, per row and q head, the unnormalised output (V scale applied) and the
 // running max and sum of its tokens (log2 units) here; the block then merges the rows.
+// kKvPair: the half of the loop's dims that row h of a block's heads (of `heads`, the pair's q heads
+// in order) owns: 0 for the first kv head's q heads, 1 for the second's.
+__device__ __forceinline__ int pair_half(int h, int heads) { return kKvPair && 2 * h >= heads ? 1 : 0; }
+
 struct WarpPartials {
-  float acc[kPartialRows][kGroup][kHeadDim];
+  float acc[kPartialRows][kGroup][kOutDim];  // a q head's own dims (kKvPair: its half of the loop's)
   float ml[kPartialRows][kGroup][2];
 };
 

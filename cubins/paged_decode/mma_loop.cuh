@@ -293,11 +293,15 @@ __device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV6& p, con
     const int head = g + 8 * r;
     const QType* row =
         static_cast<const QType*>(p.q) + w.b * p.q_stride_batch + (w.head0 + min(head, w.heads - 1)) * p.q_stride_head + dim0(w);
+    // kKvPair: the head's q fills its half of the loop's dims; the other half is zero (pair_half).
+    const int half = pair_half(head, w.heads);
 #pragma unroll
     for (int j = 0; j < kKLoads; ++j)
 #pragma unroll
       for (int v = 0; v < kVecsPerLoad; ++v) {
-        const uint4 x = head < w.heads ? __ldg(reinterpret_cast<const uint4*>(row + k_word_dim(j * (kKElems / 2), t)) + v) : make_uint4(0u, 0u, 0u, 0u);
+        const int d = k_word_dim(j * (kKElems / 2), t) + 8 * v;  // the load's first dim (8 of them)
+        const bool mine = head < w.heads && (!kKvPair || d / kOutDim == half);
+        const uint4 x = mine ? __ldg(reinterpret_cast<const uint4*>(row + (kKvPair ? d - half * kOutDim : d))) : make_uint4(0u, 0u, 0u, 0u);
         words(x, qw[r] + (j * kVecsPerLoad + v) * 4);
       }
   }
@@ -876,10 +880,12 @@ template <bool kHi, class QSource>
 __device__ __forceinline__ void walk_steps(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, Staging& stage, int g, int t,
                                            const QSource& q, float qf, float sscale, Running<kHi>& r) {
   const int32_t* pages = p.block_table + static_cast<int64_t>(w.b) * p.block_table_stride;
-  const int64_t head = static_cast<int64_t>(w.kvh) * p.kv_stride_head * kKvBytes + kv_dim_bytes(dim0(w));
+  // kKvPair: the pair's first kv head, whose row runs on into the second's (the plan's condition).
+  const int64_t kv_head = kKvPair ? 2 * static_cast<int64_t>(w.kvh) : w.kvh;
+  const int64_t head = kv_head * p.kv_stride_head * kKvBytes + kv_dim_bytes(dim0(w));
   const char* kbase = static_cast<const char*>(p.k_cache) + head;
   const char* vbase = static_cast<const char*>(p.v_cache) + head;
-  const int64_t sf_head = kKvIsNvfp4 ? static_cast<int64_t>(w.kvh) * p.sf_stride_head + dim0(w) / 16 : 0;
+  const int64_t sf_head = kKvIsNvfp4 ? kv_head * p.sf_stride_head + dim0(w) / 16 : 0;
   const KvBases kv{kbase, vbase, kKvIsNvfp4 ? p.k_sf + sf_head : nullptr, kKvIsNvfp4 ? p.v_sf + sf_head : nullptr, kDimSplit ? w.warp : 0};
   const int first = w.t_begin + (kDimSplit ? 0 : w.warp * kStep);
   ScoreShare share{nullptr, w.warp, w.lane, qf};
@@ -988,10 +994,23 @@ __device__ __forceinline__ void warp_partial_rows(const CubinrtPagedDecodeParams
 #pragma unroll
     for (int i = 0; i < kKTiles; ++i) {
       const int d = dim0(w) + v_word_dim(i, g);
-      out.acc[prow][head + 2 * t][d] = row.acc[i][0] * vscale;
-      out.acc[prow][head + 2 * t + 1][d] = row.acc[i][1] * vscale;
-      out.acc[prow][head + 2 * t][d + kPairGap] = row.acc[i][2] * vscale;
-      out.acc[prow][head + 2 * t + 1][d + kPairGap] = row.acc[i][3] * vscale;
+      if constexpr (kKvPair) {
+        // Each head keeps the half of the loop's dims its q filled (d and d + kPairGap share one).
+        const int hd = d % kOutDim, half = d / kOutDim;
+        if (pair_half(head + 2 * t, w.heads) == half) {
+          out.acc[prow][head + 2 * t][hd] = row.acc[i][0] * vscale;
+          out.acc[prow][head + 2 * t][hd + kPairGap] = row.acc[i][2] * vscale;
+        }
+        if (pair_half(head + 2 * t + 1, w.heads) == half) {
+          out.acc[prow][head + 2 * t + 1][hd] = row.acc[i][1] * vscale;
+          out.acc[prow][head + 2 * t + 1][hd + kPairGap] = row.acc[i][3] * vscale;
+        }
+      } else {
+        out.acc[prow][head + 2 * t][d] = row.acc[i][0] * vscale;
+        out.acc[prow][head + 2 * t + 1][d] = row.acc[i][1] * vscale;
+        out.acc[prow][head + 2 * t][d + kPairGap] = row.acc[i][2] * vscale;
+        out.acc[prow][head + 2 * t + 1][d + kPairGap] = row.acc[i][3] * vscale;
+      }
     }
     if (t == 0 && (!kDimSplit || w.warp == 0)) { out.ml[prow][head + g][0] = row.m; out.ml[prow][head + g][1] = l; }
   }

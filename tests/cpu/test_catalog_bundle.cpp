@@ -31,9 +31,10 @@ TEST(Catalog, DeclaresEveryVariant) {
   // paged_decode: 3 head_dims x 2 q dtypes x 4 kv dtypes x 3 page sizes = 72 everywhere, +24 of
   // head_dim 512 on SM100; paged_decode_g16: head_dim 128's 24 everywhere; kv_append: 2 input
   // dtypes x 4 cache dtypes = 8 everywhere; on SM100, NVFP4 with interleaved V scales: 4 head_dims
-  // x 2 x 3 = 24, and 6 of 16 heads a block.
-  EXPECT_EQ(per_arch, (std::map<std::string, int>{{"sm_80", 104}, {"sm_89", 104}, {"sm_90", 104}, {"sm_100a", 158}, {"sm_103a", 158}, {"sm_120", 104}}));
-  EXPECT_EQ(c->variants.size(), 732u);
+  // x 2 x 3 = 24, and 6 of 16 heads a block; paged_decode_kv_pair: NVFP4 head_dim 128's 6 on
+  // sm_90 and SM100.
+  EXPECT_EQ(per_arch, (std::map<std::string, int>{{"sm_80", 104}, {"sm_89", 104}, {"sm_90", 110}, {"sm_100a", 164}, {"sm_103a", 164}, {"sm_120", 104}}));
+  EXPECT_EQ(c->variants.size(), 750u);
   for (const auto& v : c->variants) {
     if (v.key.family == "kv_append") {
       EXPECT_TRUE(v.key.axis("cache_dtype") == v.key.axis("in_dtype") || v.key.axis("cache_dtype") != "fp16") << v.id;
@@ -46,6 +47,12 @@ TEST(Catalog, DeclaresEveryVariant) {
       EXPECT_TRUE(defined("CUBINRT_VSF_INTERLEAVED")) << v.id;
       EXPECT_EQ(defined("CUBINRT_G16"), v.key.family == "paged_decode_g16_vsf_interleaved") << v.id;
       EXPECT_TRUE(v.arch.str() == "sm_100a" || v.arch.str() == "sm_103a") << v.id;
+    } else if (v.key.family == "paged_decode_kv_pair") {
+      EXPECT_EQ(decode_axes(v.key).head_dim, 128u) << v.id;
+      EXPECT_EQ(decode_axes(v.key).kv_dtype, Dtype::nvfp4) << v.id;
+      EXPECT_EQ(v.defines.back(), (std::pair<std::string, std::string>{"CUBINRT_KV_PAIR", "1"})) << v.id;
+      EXPECT_TRUE(v.symbol.starts_with("cubinrt_paged_decode_kvpair_hd128_")) << v.id;
+      EXPECT_TRUE(v.arch.str() == "sm_90" || v.arch.str() == "sm_100a" || v.arch.str() == "sm_103a") << v.id;
     } else if (v.key.family == "paged_decode_g16") {
       EXPECT_EQ(decode_axes(v.key).head_dim, 128u) << v.id;
       EXPECT_EQ(v.defines.back(), (std::pair<std::string, std::string>{"CUBINRT_G16", "1"})) << v.id;
@@ -121,6 +128,7 @@ TEST(EmbeddedBundle, HoldsEveryCatalogEntryWithFactsReadFromItsCubin) {
                                     : f == "paged_decode_g16"                 ? 24u
                                     : f == "paged_decode_vsf_interleaved"     ? 24u  // NVFP4 only, head_dim 512 too (SM100 only)
                                     : f == "paged_decode_g16_vsf_interleaved" ? 6u
+                                    : f == "paged_decode_kv_pair"             ? 6u
                                     : e.arch.major == 10                      ? 96u
                                                                               : 72u)
         << e.id;

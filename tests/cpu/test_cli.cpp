@@ -40,7 +40,7 @@ std::string tmp(const std::string& name) { return (std::filesystem::temp_directo
 TEST(Cli, VerifyEmbedded) {
   const CliRun r = cli("verify");
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(r.out, "OK <embedded default bundle>: all 732 entries verified (sha256, zstd, ELF, manifest vs cubin, ABI layout)\n");
+  EXPECT_EQ(r.out, "OK <embedded default bundle>: all 750 entries verified (sha256, zstd, ELF, manifest vs cubin, ABI layout)\n");
 }
 
 TEST(Cli, VerifyCorruptedCopyFailsWithOneLinePerEntry) {
@@ -67,7 +67,7 @@ TEST(Cli, VerifyCorruptedCopyFailsWithOneLinePerEntry) {
   int fails = 0;
   while (std::getline(lines, line)) fails += line.rfind("FAIL bundle " + path + ": entry ", 0) == 0;
   EXPECT_EQ(fails, static_cast<int>(expected)) << r.out;
-  EXPECT_NE(r.out.find(path + ": " + std::to_string(expected) + " of 732 entries failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(path + ": " + std::to_string(expected) + " of 750 entries failed"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("FAIL bundle " + path + ": entry " + b.manifest().entries[200].id + ": "), std::string::npos) << r.out;
   const CliRun j = cli("--json verify " + path);
   const auto doc = nlohmann::json::parse(j.out);
@@ -241,7 +241,7 @@ TEST(Cli, DiffOfTwoBundles) {
   const CliRun d = cli(std::string("--json diff ") + CUBINRT_TEST_DEFAULT_BUNDLE + " " + CUBINRT_TEST_HD512_BUNDLE);
   const auto doc = nlohmann::json::parse(d.out);
   EXPECT_EQ(doc["added"].size(), 13u);
-  EXPECT_EQ(doc["removed"].size(), 732u);
+  EXPECT_EQ(doc["removed"].size(), 750u);
 }
 
 TEST(Cli, PackRebuildsTheDefaultBundleByteForByte) {
@@ -272,8 +272,8 @@ TEST(Cli, SelfcheckWithoutGpuSaysSoAndStillValidates) {
     return;
   }
   EXPECT_EQ(r.code, 3) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nstatic +pass +[0-9.]+ +732 \(all\) kernels)"))) << r.out;
-  EXPECT_NE(r.out.find("732 (all) kernels: sha256, zstd, ELF, manifest vs cubin, ABI layout"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nstatic +pass +[0-9.]+ +750 \(all\) kernels)"))) << r.out;
+  EXPECT_NE(r.out.find("750 (all) kernels: sha256, zstd, ELF, manifest vs cubin, ABI layout"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no GPU on this machine: every cubin was validated statically; the GPU steps were skipped (exit 3)"), std::string::npos) << r.out;
   const auto doc = nlohmann::json::parse(cli("--json selfcheck").out);
   EXPECT_EQ(doc["no_gpu"], true);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <tuple>
 
 #include <cmath>
 #include <cstring>
@@ -162,6 +163,7 @@ TEST_F(Dispatch, DeclaredEncodingPicksTheKernel) {
 TEST_F(Dispatch, Nvfp4TakesItsKernelAndItsScales) {
   shape.kv_declared = Dtype::nvfp4;
   shape.layout = KvLayout::nhd;
+  shape.num_q_heads = 64;  // a group of 8: too many for the kernels that pair kv heads (next test)
   auto plan = DecodePlan::create(*rt, shape);
   CUBINRT_ASSERT_OK(plan);
   EXPECT_EQ(plan->kernel().entry->id, "paged_decode.sm_90.hd128.bf16.nvfp4.p16");
@@ -203,6 +205,65 @@ TEST_F(Dispatch, Nvfp4TakesItsKernelAndItsScales) {
   std::memcpy(&p, fake_state().launches.back().params.data(), fake_state().launches.back().params.size());
   EXPECT_EQ(p.k_sf, nullptr);
   EXPECT_EQ(p.sf_stride_token, 0);
+}
+
+// NVFP4 head_dim 128 in NHD pages with groups up to 4 and an even number of kv heads takes the
+// kernels that read two neighbouring kv heads a block (half the blocks, grid y of pairs); a launch
+// whose strides part the pair's code or scale rows, or whose scales are not 16-byte aligned, runs
+// the plan's unpaired kernel with every kv head its own block. HND pages, a group of 8 and an odd
+// number of kv heads plan the unpaired kernel alone.
+TEST_F(Dispatch, Nvfp4NhdPairsNeighbouringKvHeads) {
+  shape.kv_declared = Dtype::nvfp4;
+  shape.layout = KvLayout::nhd;
+  shape.batch = 64;
+  auto plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->kernel().entry->id, "paged_decode_kv_pair.sm_90.hd128.bf16.nvfp4.p16");
+  ASSERT_NE(plan->unpaired_kernel(), nullptr);
+  EXPECT_EQ(plan->unpaired_kernel()->entry->id, "paged_decode.sm_90.hd128.bf16.nvfp4.p16");
+  alignas(16) std::byte ksf[64], vsf[64];
+  DecodeArgs a = args(*plan);
+  a.kv.k_sf = ksf;
+  a.kv.v_sf = vsf;
+  CUBINRT_ASSERT_OK(plan->launch(a, nullptr));
+  ASSERT_EQ(fake_state().launches.size(), 1u);
+  EXPECT_EQ(fake_state().launches[0].kernel, "cubinrt_paged_decode_kvpair_hd128_bf16_nvfp4_p16");
+  EXPECT_EQ(fake_state().launches[0].config.gridDimY, 4u);  // 8 kv heads in 4 pairs
+  EXPECT_EQ(fake_state().launches[0].config.gridDimZ, static_cast<unsigned>(plan->num_splits()));
+  CubinrtPagedDecodeParamsV6 p{};
+  std::memcpy(&p, fake_state().launches[0].params.data(), fake_state().launches[0].params.size());
+  EXPECT_EQ(p.kv_stride_head, 64);  // the kernel's second head of a pair: 64 bytes on
+  EXPECT_EQ(p.sf_stride_head, 8);
+  EXPECT_EQ(p.num_kv_heads, 8);     // the real heads: the kernel forms the pairs
+  const auto unpaired_launch = [&](const DecodeArgs& args) {
+    CUBINRT_ASSERT_OK(plan->launch(args, nullptr));
+    EXPECT_EQ(fake_state().launches.back().kernel, "cubinrt_paged_decode_hd128_bf16_nvfp4_p16");
+    EXPECT_EQ(fake_state().launches.back().config.gridDimY, 8u);
+    EXPECT_EQ(fake_state().launches.back().config.gridDimZ, static_cast<unsigned>(plan->num_splits()));
+  };
+  DecodeArgs padded = a;  // NHD with each head's row padded to 80 bytes: the pair is not one row
+  padded.kv.k_strides = padded.kv.v_strides = {16 * 8 * 80, 8 * 80, 80};
+  unpaired_launch(padded);
+  DecodeArgs sf_apart = a;  // the codes side by side, the scales in HND order
+  sf_apart.kv.sf_strides = {16 * 8 * 8, 8, 16 * 8};
+  unpaired_launch(sf_apart);
+  alignas(16) std::byte ksf2[80], vsf2[80];
+  DecodeArgs sf_8 = a;  // scale rows 8-byte aligned (enough for one head's), not 16 (a pair's)
+  sf_8.kv.k_sf = ksf2 + 8;
+  sf_8.kv.v_sf = vsf2 + 8;
+  unpaired_launch(sf_8);
+  EXPECT_EQ(fake_state().launches.size(), 4u);
+
+  for (auto [layout, q_heads, kv_heads] : {std::tuple{KvLayout::hnd, 32u, 8u}, std::tuple{KvLayout::nhd, 64u, 8u}, std::tuple{KvLayout::nhd, 12u, 3u}}) {
+    DecodeShape other = shape;
+    other.layout = layout;
+    other.num_q_heads = q_heads;
+    other.num_kv_heads = kv_heads;
+    auto unpaired = DecodePlan::create(*rt, other);
+    CUBINRT_ASSERT_OK(unpaired);
+    EXPECT_EQ(unpaired->kernel().entry->id, "paged_decode.sm_90.hd128.bf16.nvfp4.p16") << q_heads << "/" << kv_heads;
+    EXPECT_EQ(unpaired->unpaired_kernel(), nullptr);
+  }
 }
 
 // NVFP4 V scales in TensorRT-LLM's 4-token interleave take their own kernels: built for the SM100

@@ -41,14 +41,14 @@ TEST(Families, TheBuildsAndTheTestsFamiliesAreKnown) {
   std::set<std::string> names;
   for (const Family* f : families()) names.insert(std::string(f->name()));
   EXPECT_EQ(names, (std::set<std::string>{"kv_append", "paged_decode", "paged_decode_g16", "paged_decode_g16_vsf_interleaved",
-                                          "paged_decode_vsf_interleaved", "test_copy"}));
+                                          "paged_decode_kv_pair", "paged_decode_vsf_interleaved", "test_copy"}));
   const Family* copy = find_family("test_copy");
   ASSERT_NE(copy, nullptr);
   EXPECT_EQ(std::vector<std::string_view>(copy->axes().begin(), copy->axes().end()), (std::vector<std::string_view>{"dtype", "vector"}));
   auto abi = find_abi("test_copy", "TestCopyParams", 1);
   CUBINRT_ASSERT_OK(abi);
   EXPECT_EQ((*abi)->param_bytes, 24u);
-  EXPECT_EQ(find_abi("nope", "X", 1).error().message, "kernel family 'nope' is unknown to this build of cubinrt (it knows kv_append, paged_decode, paged_decode_g16, paged_decode_g16_vsf_interleaved, paged_decode_vsf_interleaved, test_copy)");
+  EXPECT_EQ(find_abi("nope", "X", 1).error().message, "kernel family 'nope' is unknown to this build of cubinrt (it knows kv_append, paged_decode, paged_decode_g16, paged_decode_g16_vsf_interleaved, paged_decode_kv_pair, paged_decode_vsf_interleaved, test_copy)");
 }
 
 TEST(Families, ItsCatalogExpandsIntoOneUnitPerArch) {
@@ -84,7 +84,7 @@ TEST(Families, PackRefusesAFamilyThisBuildDoesNotHave) {
   CUBINRT_ASSERT_OK(c);
   auto bytes = pack_bundle(*c, {.cubin_dir = std::string(CUBINRT_TEST_BINARY_DIR) + "/cubinrt_test_copy_bundle.cubins"});
   ASSERT_FALSE(bytes);
-  EXPECT_EQ(bytes.error().message, "catalog variant nope.sm_90.n1: kernel family 'nope' is unknown to this build of cubinrt (it knows kv_append, paged_decode, paged_decode_g16, paged_decode_g16_vsf_interleaved, paged_decode_vsf_interleaved, test_copy)");
+  EXPECT_EQ(bytes.error().message, "catalog variant nope.sm_90.n1: kernel family 'nope' is unknown to this build of cubinrt (it knows kv_append, paged_decode, paged_decode_g16, paged_decode_g16_vsf_interleaved, paged_decode_kv_pair, paged_decode_vsf_interleaved, test_copy)");
 }
 
 TEST(Families, RuntimeSelectsAndLoadsItsKernelsFromOneLibrary) {

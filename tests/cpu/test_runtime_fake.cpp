@@ -43,8 +43,8 @@ TEST_P(EveryArch, LoadsExactlyTheCubinsItsArchRuns) {
   EXPECT_EQ((*rt)->device().arch.major, static_cast<uint32_t>(c.device.major));
   const auto loaded = (*rt)->loaded();
   EXPECT_EQ(loaded.size(), c.kernels);
-  // Its arch's kernels are one cubin a family (3 families, 5 on SM100), each loaded once.
-  EXPECT_EQ(fake_state().loads, c.device.major == 10 ? 5 : 3);
+  // Its arch's kernels are one cubin a family (3 families, 4 on sm_90, 6 on SM100), each loaded once.
+  EXPECT_EQ(fake_state().loads, c.device.major == 10 ? 6 : c.device.major == 9 ? 4 : 3);
   for (const LoadedKernel* k : loaded) EXPECT_EQ(k->entry->arch.str(), c.arch) << k->entry->id;
   const KernelKey hd512 = decode_key(512, Dtype::bf16, Dtype::fp8_e4m3, 16);
   EXPECT_EQ((*rt)->supports(hd512).ok, c.device.major == 10) << (*rt)->supports(hd512).reason;
@@ -52,10 +52,10 @@ TEST_P(EveryArch, LoadsExactlyTheCubinsItsArchRuns) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, EveryArch,
                          // 72 paged_decode kernels (96 with head_dim 512 on SM100), 24 paged_decode_g16, 8 kv_append;
-                         // on SM100 also 24 + 6 of NVFP4's interleaved V scales.
+                         // on SM100 also 24 + 6 of NVFP4's interleaved V scales; on sm_90 and SM100, 6 that pair kv heads.
                          ::testing::Values(DeviceCase{a100(), "sm_80", 104}, DeviceCase{{"NVIDIA A10", 8, 6, 72, 101376, 7}, "sm_80", 104},
-                                           DeviceCase{l40s(), "sm_89", 104}, DeviceCase{h200(), "sm_90", 104},
-                                           DeviceCase{b200(), "sm_100a", 158}, DeviceCase{b300(), "sm_103a", 158},
+                                           DeviceCase{l40s(), "sm_89", 104}, DeviceCase{h200(), "sm_90", 110},
+                                           DeviceCase{b200(), "sm_100a", 164}, DeviceCase{b300(), "sm_103a", 164},
                                            DeviceCase{rtx5090(), "sm_120", 104}),
                          [](const auto& p) { return "sm_" + std::to_string(p.param.device.major * 10 + p.param.device.minor); });
 
@@ -236,7 +236,7 @@ TEST(FakeRuntime, LazyLoadsOnceUnderConcurrentFirstUse) {
   CUBINRT_ASSERT_OK(rt);
   EXPECT_EQ(fake_state().loads, 0);
   const std::vector<KernelKey> keys = (*rt)->available();
-  ASSERT_EQ(keys.size(), 104u);  // 72 paged_decode, 24 paged_decode_g16, 8 kv_append
+  ASSERT_EQ(keys.size(), 110u);  // 72 paged_decode, 24 paged_decode_g16, 6 paged_decode_kv_pair, 8 kv_append
   std::vector<std::vector<const LoadedKernel*>> seen(16);
   std::vector<std::thread> threads;
   for (int t = 0; t < 16; ++t)
@@ -248,7 +248,7 @@ TEST(FakeRuntime, LazyLoadsOnceUnderConcurrentFirstUse) {
       }
     });
   for (auto& th : threads) th.join();
-  EXPECT_EQ(fake_state().loads, 3);  // the three sm_90 cubins (one a family), each loaded once for its kernels
+  EXPECT_EQ(fake_state().loads, 4);  // the four sm_90 cubins (one a family), each loaded once for its kernels
   std::set<const LoadedKernel*> distinct;
   for (const auto& v : seen)
     for (const LoadedKernel* k : v) {
@@ -256,7 +256,7 @@ TEST(FakeRuntime, LazyLoadsOnceUnderConcurrentFirstUse) {
       EXPECT_NE(k->function, nullptr);  // never half-initialised
       distinct.insert(k);
     }
-  EXPECT_EQ(distinct.size(), 104u);
+  EXPECT_EQ(distinct.size(), 110u);
 }
 
 TEST(FakeRuntime, SeveralDevicesEachGetTheirOwnCubins) {
@@ -365,7 +365,7 @@ TEST(FakeRuntime, TeardownUnloadsEveryLibrary) {
     CUBINRT_ASSERT_OK(rt);
     EXPECT_EQ(fake_state().unloads, 0);
   }
-  EXPECT_EQ(fake_state().unloads, 3);  // the three libraries its 104 kernels came from (one a family)
+  EXPECT_EQ(fake_state().unloads, 4);  // the four libraries its 110 kernels came from (one a family)
 }
 
 TEST(FakeRuntime, SupportsExplainsWithoutLoading) {

@@ -41,7 +41,7 @@ TEST(SelfCheck, NoGpuSkipsTheGpuStepsAndStillValidatesEveryCubin) {
   EXPECT_EQ(r.steps[1].status, StepStatus::skipped);
   EXPECT_EQ(r.steps[1].detail, "no GPU: cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)");
   EXPECT_EQ(r.steps[3].status, StepStatus::pass);
-  EXPECT_EQ(r.steps[3].detail, "732 (all) kernels: sha256, zstd, ELF, manifest vs cubin, ABI layout");
+  EXPECT_EQ(r.steps[3].detail, "750 (all) kernels: sha256, zstd, ELF, manifest vs cubin, ABI layout");
   for (size_t i : {4u, 5u, 6u}) EXPECT_EQ(r.steps[i].status, StepStatus::skipped);
 }
 
@@ -64,7 +64,7 @@ TEST(SelfCheck, CorruptedBundleFailsAtTheStaticStep) {
   for (const ManifestEntry& x : good.manifest().entries)
     if (x.offset == e.offset) ++sharing, first = first ? first : &x;
   EXPECT_EQ(sharing, 72u);
-  EXPECT_NE(r.steps.back().detail.find(fmt::format("{} of 732 kernels failed; first: bundle copy: entry {}: ", sharing, first->id)), std::string::npos)
+  EXPECT_NE(r.steps.back().detail.find(fmt::format("{} of 750 kernels failed; first: bundle copy: entry {}: ", sharing, first->id)), std::string::npos)
       << r.steps.back().detail;
 }
 
@@ -94,9 +94,9 @@ TEST(SelfCheck, QuickModeOnAnEmulatedDevicePassesStaticLoadAndAbi) {
   const SelfCheckReport r = run(make_fake_driver({b300()}), bundle_from(*read_file(CUBINRT_TEST_DEFAULT_BUNDLE)), /*known_answer=*/false);
   EXPECT_TRUE(r.passed);
   EXPECT_EQ(names(r), (std::vector<std::string>{"bundle", "driver", "device", "static", "load", "abi"}));
-  EXPECT_EQ(r.steps[2].detail, "device 0 'NVIDIA B300' (sm_103), 148 SMs: runs 158 of the bundle's kernels");
-  EXPECT_EQ(r.steps[3].detail, "158 selected kernels: sha256, zstd, ELF, manifest vs cubin, ABI layout");
-  EXPECT_EQ(fake_state().loads, 5);  // five sm_103a cubins (one a family) hold the 158 kernels
+  EXPECT_EQ(r.steps[2].detail, "device 0 'NVIDIA B300' (sm_103), 148 SMs: runs 164 of the bundle's kernels");
+  EXPECT_EQ(r.steps[3].detail, "164 selected kernels: sha256, zstd, ELF, manifest vs cubin, ABI layout");
+  EXPECT_EQ(fake_state().loads, 6);  // six sm_103a cubins (one a family) hold the 164 kernels
 }
 
 }  // namespace

@@ -63,16 +63,24 @@ double run_case(const Runtime& rt, const KernelKey& key, const Case& c, uint64_t
   auto r = paged_decode::run_on_device(rt, p, std::nullopt, c.splits, c.merge);
   EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
   if (!r) return INFINITY;
+  // The case tests the key's kernel only if the plan took it (serves() and the twins' cases choose).
+  EXPECT_EQ(r->kernel->key, key) << r->kernel->id;
   const ref::Answer want = ref::solve(p, decode_axes(key).kv_dtype);
   *lse_err = ref::rel_l2(r->lse, want.lse);
   return ref::rel_l2(decode_axes(key).q_dtype, r->out, want.out);
 }
 
-// Whether a plan for this group takes `key`'s kernel: groups over 8 take the 16-head family's
-// where the bundle has it for this device (plan.cpp; the CPU dispatch tests check the choice).
-bool serves(const Runtime& rt, const KernelKey& key, uint32_t group) {
+// Whether a plan for this case takes `key`'s kernel: groups over 8 take the 16-head family's where
+// the bundle has it for this device; NVFP4 head_dim 128 in NHD pages with groups up to 4 and an
+// even number of kv heads, the family that pairs kv heads (plan.cpp; the CPU dispatch tests check
+// the choice, run_case that it was made).
+bool serves(const Runtime& rt, const KernelKey& key, const Case& c) {
   const DecodeAxes a = decode_axes(key);
+  const uint32_t group = c.hq / c.hk;
   const bool wide = group > 8 && rt.selected(decode_g16_key(a.head_dim, a.q_dtype, a.kv_dtype, a.page_size)) != nullptr;
+  const bool pairs = a.kv_dtype == Dtype::nvfp4 && a.head_dim == 128 && c.layout == KvLayout::nhd && group <= 4 && c.hk % 2 == 0 &&
+                     rt.selected(decode_kv_pair_key(a.q_dtype, a.page_size)) != nullptr;
+  if (pairs) return key.family == paged_decode::kKvPairFamily;
   return (key == decode_g16_key(a.head_dim, a.q_dtype, a.kv_dtype, a.page_size)) == wide;
 }
 
@@ -82,7 +90,7 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
   ASSERT_TRUE(rt) << "runtime creation failed";
   std::vector<KernelKey> keys;  // the decode families' (the bundle holds kv_append's too)
   for (const KernelKey& k : rt->available())
-    if (k.family == "paged_decode" || k.family == "paged_decode_g16") keys.push_back(k);
+    if (k.family == "paged_decode" || k.family == "paged_decode_g16" || k.family == paged_decode::kKvPairFamily) keys.push_back(k);
   ASSERT_FALSE(keys.empty());
   std::string report = "| variant | max rel. error (out) | max rel. error (lse) | tolerance |\n|---|---|---|---|\n";
   for (const KernelKey& key : keys) {
@@ -109,6 +117,13 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
         {2, 16, 2, {8200, 3001}, KvLayout::nhd, 300},
         {2, 32, 2, {8200, 3001}, KvLayout::hnd, 300},
     };
+    if (key.family == paged_decode::kKvPairFamily) {
+      // Groups of 1 to 4 over 2 to 6 kv heads (every pair's second head's q heads in rows group..),
+      // through the workspace with 40 and 300 splits.
+      cases.push_back({2, 8, 4, {1300, 613}, KvLayout::nhd, 40});
+      cases.push_back({2, 4, 2, {8200, 3001}, KvLayout::nhd, 300});
+      cases.push_back({3, 18, 6, {700, 300, 17}, KvLayout::nhd, 0});
+    }
     if (paged_decode::supports_cluster_merge(rt->device(), *rt->selected(key))) {
       cases.push_back({2, 16, 2, {100, 45}, KvLayout::nhd, 2, SplitMerge::cluster});
       cases.push_back({2, 28, 2, {100, 45}, KvLayout::hnd, 2, SplitMerge::cluster});
@@ -118,12 +133,13 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
       cases.push_back({2, 20, 2, {1100, 45}, KvLayout::nhd, 8, SplitMerge::cluster});
       cases.push_back({3, 12, 2, {700, 300, 17}, KvLayout::nhd, 5, SplitMerge::cluster});
       cases.push_back({3, 32, 2, {700, 300, 17}, KvLayout::hnd, 5, SplitMerge::cluster});
+      if (key.family == paged_decode::kKvPairFamily) cases.push_back({3, 12, 6, {700, 300, 17}, KvLayout::nhd, 5, SplitMerge::cluster});
     }
     double worst = 0, worst_lse = 0;
     uint64_t seed = 1000 + decode_axes(key).head_dim;
     int ran = 0;
     for (const Case& c : cases) {
-      if (!serves(*rt, key, c.hq / c.hk)) continue;
+      if (!serves(*rt, key, c)) continue;
       ++ran;
       double lse_err = 0;
       const double err = run_case(*rt, key, c, seed++, &lse_err);
@@ -203,8 +219,11 @@ void check_nvfp4_twins(const Runtime& rt, const std::vector<KernelKey>& keys, st
   for (const KernelKey& key : keys) {
     const bool wide = paged_decode::is_g16_family(key.family);
     const ScaleOrder order = paged_decode::is_vsf_interleaved_family(key.family) ? ScaleOrder::interleaved4 : ScaleOrder::linear;
-    const std::vector<Case> cases = {{3, wide ? 24u : 8u, 2, {5, 1500, 4099}, KvLayout::nhd, 0}, {2, wide ? 12u : 4u, 1, {300, 17}, KvLayout::hnd, 2},
-                                     {2, wide ? 32u : 12u, 2, {700, 66}, KvLayout::hnd, 0}};
+    // The 8-head kernels' NHD case has an odd number of kv heads, which the pairing kernel leaves them.
+    std::vector<Case> cases = {{3, wide ? 24u : 12u, wide ? 2u : 3u, {5, 1500, 4099}, KvLayout::nhd, 0},
+                               {2, wide ? 12u : 4u, 1, {300, 17}, KvLayout::hnd, 2}, {2, wide ? 32u : 12u, 2, {700, 66}, KvLayout::hnd, 0}};
+    if (key.family == paged_decode::kKvPairFamily)
+      cases = {{3, 8, 2, {5, 1500, 4099}, KvLayout::nhd, 0}, {2, 4, 4, {300, 17}, KvLayout::nhd, 2}, {2, 6, 6, {700, 66}, KvLayout::nhd, 0}};
     double worst = 0, worst_lse = 0;
     uint64_t seed = 91;
     for (const Case& c : cases) {
@@ -240,7 +259,8 @@ TEST(GpuDecode, Nvfp4InterleavedVScalesFromTestBundle) {
 // The SM100 NVFP4 kernels widen e2m1 with the hardware conversion (neighbouring dims paired, exact
 // values): their twins, the same source built for sm_90 with cuda_fp4.h's software conversion in
 // the instruction's place (tests/catalogs/e2m1_cvt_sm90.json), check everything but the
-// instruction on the H200: each loop (head_dim 64 to 512), the 16-head kernels, both V-scale orders.
+// instruction on the H200: each loop (head_dim 64 to 512), the 16-head kernels, both V-scale
+// orders, the kernel that pairs kv heads.
 TEST(GpuDecode, Nvfp4HardwareConversionTwinsFromTestBundle) {
   CUBINRT_REQUIRE_GPU();
   RuntimeOptions o;
@@ -251,6 +271,7 @@ TEST(GpuDecode, Nvfp4HardwareConversionTwinsFromTestBundle) {
   o.required.push_back(decode_g16_key(128, Dtype::bf16, Dtype::nvfp4, 16));
   for (uint32_t hd : {128u, 512u}) o.required.push_back(decode_vsf_interleaved_key(hd, Dtype::bf16, 16));
   o.required.push_back(decode_vsf_interleaved_key(128, Dtype::fp16, 32, /*sixteen_heads=*/true));
+  o.required.push_back(decode_kv_pair_key(Dtype::bf16, 16));
   auto rt = Runtime::create(o);
   CUBINRT_ASSERT_OK(rt);
   ASSERT_EQ((*rt)->available().size(), o.required.size()) << "the twin bundle holds exactly these kernels";

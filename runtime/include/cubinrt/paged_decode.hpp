@@ -131,6 +131,13 @@ KernelKey decode_g16_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint3
 // The same two for NVFP4 caches whose V scales are interleaved by 4 tokens (ScaleOrder):
 // families "paged_decode_vsf_interleaved" and "paged_decode_g16_vsf_interleaved", kv_dtype nvfp4.
 KernelKey decode_vsf_interleaved_key(uint32_t head_dim, Dtype q_dtype, uint32_t page_size, bool sixteen_heads = false);
+// Family "paged_decode_kv_pair", kv_dtype nvfp4, head_dim 128: kernels that take two neighbouring
+// kv heads a block as one 128-byte row. A plan takes them where the bundle has them for the
+// device, the layout is NHD, the group is at most 4, the kv heads are even in number and V's
+// scales are in linear order; a launch whose strides do not keep a pair's code and scale rows side
+// by side (kv head stride 64 bytes, scale head stride 8, scale rows 16-byte aligned) runs the
+// plan's paged_decode kernel instead, with the same splits and workspace.
+KernelKey decode_kv_pair_key(Dtype q_dtype, uint32_t page_size);
 
 // The decode kernels an engine needs: the cross product of the listed values.
 struct DecodeRequirements {
@@ -158,6 +165,9 @@ class DecodePlan {
   int heads_per_block() const { return heads_per_block_; }  // q heads of one kv head a block takes
   bool overlaps_previous_kernel() const { return overlap_; }  // LaunchOverlap::allow taken on this device
   const LoadedKernel& kernel() const { return *kernel_; }
+  // paged_decode_kv_pair plans (decode_kv_pair_key): the kernel a launch takes when its strides do
+  // not keep a pair of kv heads side by side; null for every other plan.
+  const LoadedKernel* unpaired_kernel() const { return unpaired_; }
   const DecodeShape& shape() const { return shape_; }
   const Runtime& runtime() const { return *runtime_; }
 
@@ -168,6 +178,7 @@ class DecodePlan {
   DecodePlan() = default;
   const Runtime* runtime_ = nullptr;
   const LoadedKernel* kernel_ = nullptr;
+  const LoadedKernel* unpaired_ = nullptr;
   DecodeShape shape_;
   Dtype kv_dtype_ = Dtype::bf16;
   int num_splits_ = 1;

@@ -12,6 +12,7 @@
 #include "families/paged_decode/family_parts.hpp"
 #include "families/paged_decode/known_answer.hpp"
 #include "families/paged_decode/planner.hpp"
+#include "loader/loaded_kernel.hpp"
 
 namespace cubinrt::paged_decode {
 
@@ -116,6 +117,7 @@ Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const st
     DeviceResult r;
     r.out.assign(staging.begin() + static_cast<ptrdiff_t>(pl.out), staging.begin() + static_cast<ptrdiff_t>(pl.out + out_bytes));
     r.lse.resize(lse_n);
+    r.kernel = pl.plan.kernel().entry;
     std::memcpy(r.lse.data(), staging.data() + pl.lse, lse_n * 4);
     results.push_back(std::move(r));
   }
@@ -133,14 +135,17 @@ namespace {
 // Small enough for the host reference to take well under a millisecond, large enough to cross
 // pages, group q heads and split the KV range: 2 sequences of ragged lengths. The group is 4 q
 // heads per kv head, or 12 for a 16-head kernel (over 8, so the plan takes that kernel, and with
-// both rows of its q.K tile in use, the second one partly); V's scales are in the family's order.
+// both rows of its q.K tile in use, the second one partly), or 4 for each of 2 kv heads in NHD
+// pages for a kernel that pairs them (both halves of its row); V's scales are in the family's order.
 Result<ref::Problem> known_answer_problem(const KernelKey& key) {
   const auto head_dim = CUBINRT_TRY(axis_number(key, "head_dim"));
   const auto page_size = CUBINRT_TRY(axis_number(key, "page_size"));
   DecodeShape s;
   s.batch = 2;
-  s.num_q_heads = is_g16_family(key.family) ? 12 : 4;
-  s.num_kv_heads = 1;
+  const bool pairs = key.family == kKvPairFamily;
+  s.num_q_heads = is_g16_family(key.family) ? 12 : pairs ? 8 : 4;
+  s.num_kv_heads = pairs ? 2 : 1;
+  s.layout = KvLayout::nhd;
   s.head_dim = head_dim;
   s.q_dtype = CUBINRT_TRY(parse_dtype(key.axis("q_dtype")));
   s.page_size = page_size;
@@ -183,6 +188,12 @@ Result<std::vector<KnownAnswer>> known_answer_tests(const Runtime& runtime, std:
     k.error = std::isnan(out) || std::isnan(lse) ? NAN : std::max(out, lse);
     k.tolerance = ref::tolerance(p.shape.q_dtype);
     k.detail = fmt::format("output {:.3g}, lse {:.3g}, {} output", out, lse, dtype_name(p.shape.q_dtype));
+    // An answer counts for the key's kernel only if the plan took that kernel (a plan rule that
+    // no longer picks it would otherwise pass another kernel's answer off as its own).
+    if (results[i].kernel == nullptr || !(results[i].kernel->key == keys[i])) {
+      k.error = NAN;
+      k.detail = fmt::format("the plan for this key's problem took kernel {}, not this one", results[i].kernel ? results[i].kernel->id : "none");
+    }
     answers.push_back(std::move(k));
   }
   return answers;

@@ -15,6 +15,7 @@ namespace cubinrt::paged_decode {
 struct DeviceResult {
   std::vector<uint8_t> out;  // q encoding
   std::vector<float> lse;
+  const ManifestEntry* kernel = nullptr;  // the plan's kernel (its arena's strides are the contiguous ones)
 };
 
 // Uploads the problems (one allocation, one copy each way, one synchronisation), launches each

@@ -64,6 +64,9 @@ KernelKey decode_g16_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint3
 KernelKey decode_vsf_interleaved_key(uint32_t head_dim, Dtype q_dtype, uint32_t page_size, bool sixteen_heads) {
   return key_in(sixteen_heads ? kG16VsfInterleavedFamily : kVsfInterleavedFamily, head_dim, q_dtype, Dtype::nvfp4, page_size);
 }
+KernelKey decode_kv_pair_key(Dtype q_dtype, uint32_t page_size) {
+  return key_in(kKvPairFamily, kKvPairHeadDim, q_dtype, Dtype::nvfp4, page_size);
+}
 
 std::vector<KernelKey> DecodeRequirements::keys() const {
   std::vector<KernelKey> out;
@@ -112,6 +115,12 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
   // absence is no error (the 8-head kernels take such a group in chunks), a failed load is.
   const KernelKey wide = quads ? decode_vsf_interleaved_key(s.head_dim, s.q_dtype, s.page_size, true)
                                : decode_g16_key(s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size);
+  // NVFP4 head_dim 128 in NHD pages takes the kernels that read two neighbouring kv heads a block
+  // (whole 128-byte lines) where this bundle has them for this device; the group's two copies
+  // must fit the 8 rows of a block. The launch checks that the strides keep a pair side by side
+  // and otherwise runs the 8-head kernel, loaded here, with the same splits and workspace.
+  const bool pairs = nvfp4 && !quads && s.head_dim == kKvPairHeadDim && s.layout == KvLayout::nhd && 2 * group <= CUBINRT_PAGED_DECODE_HEADS &&
+                     s.num_kv_heads % 2 == 0 && runtime.selected(decode_kv_pair_key(s.q_dtype, s.page_size)) != nullptr;
   if (group > CUBINRT_PAGED_DECODE_HEADS && runtime.selected(wide) != nullptr) {
     plan.kernel_ = CUBINRT_TRY(runtime.kernel(wide));
     plan.heads_per_block_ = CUBINRT_PAGED_DECODE_G16_HEADS;
@@ -119,6 +128,10 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
     plan.kernel_ = CUBINRT_TRY(runtime.kernel(quads ? decode_vsf_interleaved_key(s.head_dim, s.q_dtype, s.page_size)
                                                     : decode_key(s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size)));
     plan.heads_per_block_ = CUBINRT_PAGED_DECODE_HEADS;
+  }
+  if (pairs) {
+    plan.unpaired_ = plan.kernel_;
+    plan.kernel_ = CUBINRT_TRY(runtime.kernel(decode_kv_pair_key(s.q_dtype, s.page_size)));
   }
   plan.overlap_ = takes_overlap(s.overlap, *plan.kernel_);
   const ManifestEntry& entry = *plan.kernel_->entry;
@@ -135,7 +148,7 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
                                                     "grid y takes (65535)", s.num_kv_heads, plan.head_chunks_, plan.heads_per_block_));
   const int64_t max_len = s.max_seq_len ? s.max_seq_len : int64_t{s.block_table_stride} * s.page_size;
   const int64_t pages = (max_len + s.page_size - 1) / s.page_size;
-  const int64_t blocks = int64_t{s.batch} * s.num_kv_heads * plan.head_chunks_;
+  const int64_t blocks = int64_t{s.batch} * s.num_kv_heads * plan.head_chunks_ / (pairs ? 2 : 1);
   const int64_t multiprocessors = std::max(1, runtime.device().multiprocessors);
   const bool can_cluster = supports_cluster_merge(runtime.device(), *plan.kernel_->entry);
   if (s.merge == SplitMerge::cluster && !can_cluster)
@@ -190,6 +203,11 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
   if (a.kv.v_sf_order != s.v_sf_order)
     return bad("the KV descriptor's v_sf_order is not the plan's (the order of V's scales picks the kernel)");
   const ViewStrides strides = CUBINRT_TRY(resolve_views(s, kv_dtype_, a));
+  // A pair of kv heads is one row where their code rows and scale rows lie side by side, the scale
+  // pair copied as one 16-byte piece; any other strides take the unpaired kernel.
+  const bool paired = unpaired_ != nullptr && strides.kv_head == int64_t{kKvPairHeadDim} / 2 && strides.sf_head == kKvPairHeadDim / 16 &&
+                      strides.sf_token % 16 == 0 && strides.sf_page % 16 == 0 && aligned(a.kv.k_sf, 16) && aligned(a.kv.v_sf, 16);
+  const LoadedKernel& kernel = unpaired_ == nullptr || paired ? *kernel_ : *unpaired_;
   if (num_splits_ > 1 && merge_ == SplitMerge::workspace && (a.workspace == nullptr || a.workspace_bytes < workspace_bytes_ || !aligned(a.workspace, 16)))
     return bad(fmt::format("this plan splits the KV range {} ways and needs a 16-byte aligned workspace of {} bytes ({} given)", num_splits_,
                            workspace_bytes_, a.workspace ? a.workspace_bytes : 0));
@@ -246,22 +264,22 @@ Status DecodePlan::launch(const DecodeArgs& a, CUstream_st* stream) const {
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &p, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
   CUlaunchConfig config{};
   config.gridDimX = s.batch;
-  config.gridDimY = s.num_kv_heads * static_cast<unsigned>(head_chunks_);
+  config.gridDimY = s.num_kv_heads / (paired ? 2 : 1) * static_cast<unsigned>(head_chunks_);
   config.gridDimZ = static_cast<unsigned>(num_splits_);
-  config.blockDimX = kernel_->block_threads;
+  config.blockDimX = kernel.block_threads;
   config.blockDimY = config.blockDimZ = 1;
-  config.sharedMemBytes = kernel_->dynamic_shared;
+  config.sharedMemBytes = kernel.dynamic_shared;
   config.hStream = stream;
   LaunchAttributes attrs;
   // A cluster merge: the splits of each (sequence, head chunk) are one cluster along z.
   if (merge_ == SplitMerge::cluster) attrs.cluster_along_z(static_cast<unsigned>(num_splits_));
-  if (overlap_) attrs.overlap_previous_kernel();
+  if (overlap_ && kernel.waits_on_prior_grids) attrs.overlap_previous_kernel();
   attrs.apply(config);
   const DriverApi& d = runtime_->driver();
   // Nothing is formatted unless the launch fails: the message is made on the error path only.
-  const CUresult r = d.cuLaunchKernelEx(&config, kernel_->function, nullptr, extra);
+  const CUresult r = d.cuLaunchKernelEx(&config, kernel.function, nullptr, extra);
   if (r == CUDA_SUCCESS) return on_device.leave("paged decode launch");
-  return d.check(r, "cuLaunchKernelEx", fmt::format("{}: kernel {}", runtime_->device().str(), kernel_->entry->symbol));
+  return d.check(r, "cuLaunchKernelEx", fmt::format("{}: kernel {}", runtime_->device().str(), kernel.entry->symbol));
 }
 
 }  // namespace cubinrt
