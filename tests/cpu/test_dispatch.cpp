@@ -208,7 +208,8 @@ TEST_F(Dispatch, Nvfp4TakesItsKernelAndItsScales) {
 }
 
 // NVFP4 head_dim 128 in NHD pages with groups up to 4 and an even number of kv heads takes the
-// kernels that read two neighbouring kv heads a block (half the blocks, grid y of pairs); a launch
+// kernels that read two neighbouring kv heads a block (half the blocks, grid y of pairs) where
+// the unpaired grid fills the GPU unsplit or the split count is forced; a launch
 // whose strides part the pair's code or scale rows, or whose scales are not 16-byte aligned, runs
 // the plan's unpaired kernel with every kv head its own block. HND pages, a group of 8 and an odd
 // number of kv heads plan the unpaired kernel alone.
@@ -253,6 +254,21 @@ TEST_F(Dispatch, Nvfp4NhdPairsNeighbouringKvHeads) {
   sf_8.kv.v_sf = vsf2 + 8;
   unpaired_launch(sf_8);
   EXPECT_EQ(fake_state().launches.size(), 4u);
+
+  // Batch 1: the unpaired grid (8 blocks) is split to fill the GPU, where pairs would need twice
+  // the splits, so the plan stays unpaired; a forced split count pairs.
+  DecodeShape single = shape;
+  single.batch = 1;
+  auto one = DecodePlan::create(*rt, single);
+  CUBINRT_ASSERT_OK(one);
+  EXPECT_EQ(one->kernel().entry->id, "paged_decode.sm_90.hd128.bf16.nvfp4.p16");
+  EXPECT_GT(one->num_splits(), 1);
+  EXPECT_EQ(one->unpaired_kernel(), nullptr);
+  single.num_splits = 4;
+  auto forced = DecodePlan::create(*rt, single);
+  CUBINRT_ASSERT_OK(forced);
+  EXPECT_EQ(forced->kernel().entry->id, "paged_decode_kv_pair.sm_90.hd128.bf16.nvfp4.p16");
+  EXPECT_EQ(forced->num_splits(), 4);
 
   for (auto [layout, q_heads, kv_heads] : {std::tuple{KvLayout::hnd, 32u, 8u}, std::tuple{KvLayout::nhd, 64u, 8u}, std::tuple{KvLayout::nhd, 12u, 3u}}) {
     DecodeShape other = shape;

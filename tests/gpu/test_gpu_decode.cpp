@@ -3,10 +3,12 @@
 // both cache layouts, GQA, with and without a split KV range.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -70,18 +72,21 @@ double run_case(const Runtime& rt, const KernelKey& key, const Case& c, uint64_t
   return ref::rel_l2(decode_axes(key).q_dtype, r->out, want.out);
 }
 
-// Whether a plan for this case takes `key`'s kernel: groups over 8 take the 16-head family's where
-// the bundle has it for this device; NVFP4 head_dim 128 in NHD pages with groups up to 4 and an
-// even number of kv heads, the family that pairs kv heads (plan.cpp; the CPU dispatch tests check
-// the choice, run_case that it was made).
+// Whether a plan for this case takes `key`'s kernel, asked of the planner itself: groups over 8
+// take the 16-head family's where the bundle has it for this device; NVFP4 head_dim 128 in NHD
+// pages with groups up to 4 over an even number of kv heads, the family that pairs kv heads, where
+// the split count is forced or the unpaired grid fills the GPU unsplit (plan.cpp; the CPU dispatch
+// tests check those rules, run_case that the launch took the kernel).
 bool serves(const Runtime& rt, const KernelKey& key, const Case& c) {
-  const DecodeAxes a = decode_axes(key);
-  const uint32_t group = c.hq / c.hk;
-  const bool wide = group > 8 && rt.selected(decode_g16_key(a.head_dim, a.q_dtype, a.kv_dtype, a.page_size)) != nullptr;
-  const bool pairs = a.kv_dtype == Dtype::nvfp4 && a.head_dim == 128 && c.layout == KvLayout::nhd && group <= 4 && c.hk % 2 == 0 &&
-                     rt.selected(decode_kv_pair_key(a.q_dtype, a.page_size)) != nullptr;
-  if (pairs) return key.family == paged_decode::kKvPairFamily;
-  return (key == decode_g16_key(a.head_dim, a.q_dtype, a.kv_dtype, a.page_size)) == wide;
+  const Dtype kv = decode_axes(key).kv_dtype;
+  DecodeShape s = shape_for(key, c.batch, c.hq, c.hk, static_cast<uint32_t>(*std::ranges::max_element(c.lens)), c.layout);
+  s.kv_storage = dtype_bits(kv) < 16 ? Dtype::uint8 : kv;
+  s.kv_declared = dtype_bits(kv) < 16 ? std::optional<Dtype>(kv) : std::nullopt;
+  s.num_splits = c.splits;
+  s.merge = c.merge;
+  auto plan = DecodePlan::create(rt, s);
+  EXPECT_TRUE(plan.has_value()) << key.str() << ": " << (plan ? "" : plan.error().message);
+  return plan && plan->kernel().entry->key == key;
 }
 
 TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
@@ -119,10 +124,11 @@ TEST(GpuDecode, EverySelectedVariantMatchesFloat64Reference) {
     };
     if (key.family == paged_decode::kKvPairFamily) {
       // Groups of 1 to 4 over 2 to 6 kv heads (every pair's second head's q heads in rows group..),
-      // through the workspace with 40 and 300 splits.
+      // through the workspace with 3, 40 and 300 splits (small batches pair where the split count
+      // is forced).
       cases.push_back({2, 8, 4, {1300, 613}, KvLayout::nhd, 40});
       cases.push_back({2, 4, 2, {8200, 3001}, KvLayout::nhd, 300});
-      cases.push_back({3, 18, 6, {700, 300, 17}, KvLayout::nhd, 0});
+      cases.push_back({3, 18, 6, {700, 300, 17}, KvLayout::nhd, 3});
     }
     if (paged_decode::supports_cluster_merge(rt->device(), *rt->selected(key))) {
       cases.push_back({2, 16, 2, {100, 45}, KvLayout::nhd, 2, SplitMerge::cluster});

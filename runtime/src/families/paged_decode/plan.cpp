@@ -115,12 +115,12 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
   // absence is no error (the 8-head kernels take such a group in chunks), a failed load is.
   const KernelKey wide = quads ? decode_vsf_interleaved_key(s.head_dim, s.q_dtype, s.page_size, true)
                                : decode_g16_key(s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size);
-  // NVFP4 head_dim 128 in NHD pages takes the kernels that read two neighbouring kv heads a block
-  // (whole 128-byte lines) where this bundle has them for this device; the group's two copies
-  // must fit the 8 rows of a block. The launch checks that the strides keep a pair side by side
-  // and otherwise runs the 8-head kernel, loaded here, with the same splits and workspace.
-  const bool pairs = nvfp4 && !quads && s.head_dim == kKvPairHeadDim && s.layout == KvLayout::nhd && 2 * group <= CUBINRT_PAGED_DECODE_HEADS &&
-                     s.num_kv_heads % 2 == 0 && runtime.selected(decode_kv_pair_key(s.q_dtype, s.page_size)) != nullptr;
+  // NVFP4 head_dim 128 in NHD pages may take the kernels that read two neighbouring kv heads a
+  // block (whole 128-byte lines) where this bundle has them for this device; the group's two
+  // copies must fit the 8 rows of a block (below: when it does).
+  const bool pairable = nvfp4 && !quads && s.head_dim == kKvPairHeadDim && s.layout == KvLayout::nhd &&
+                        2 * group <= CUBINRT_PAGED_DECODE_HEADS && s.num_kv_heads % 2 == 0 &&
+                        runtime.selected(decode_kv_pair_key(s.q_dtype, s.page_size)) != nullptr;
   if (group > CUBINRT_PAGED_DECODE_HEADS && runtime.selected(wide) != nullptr) {
     plan.kernel_ = CUBINRT_TRY(runtime.kernel(wide));
     plan.heads_per_block_ = CUBINRT_PAGED_DECODE_G16_HEADS;
@@ -129,6 +129,18 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
                                                     : decode_key(s.head_dim, s.q_dtype, plan.kv_dtype_, s.page_size)));
     plan.heads_per_block_ = CUBINRT_PAGED_DECODE_HEADS;
   }
+  const int64_t max_len = s.max_seq_len ? s.max_seq_len : int64_t{s.block_table_stride} * s.page_size;
+  const int64_t pages = (max_len + s.page_size - 1) / s.page_size;
+  const int64_t multiprocessors = std::max(1, runtime.device().multiprocessors);
+  const int64_t by_length = std::clamp<int64_t>(max_len / kMinTokensPerSplit, 1, 65535);
+  // Pairs halve the blocks, so they pay where the unpaired grid fills the GPU unsplit (H100 run
+  // 97, B64 L8192 32q/8kv: 249 against 295 us); where it must be split to fill it, pairs need
+  // twice the splits and their merge (B1 L32768: 63 splits, 32.3 us, against 32, 23.0 us). A
+  // forced split count takes them as the shape allows (tests, benchmarks). The launch checks that
+  // the strides keep a pair side by side and otherwise runs the unpaired kernel, kept here, with
+  // the same splits and workspace.
+  const bool pairs = pairable && (s.num_splits > 0 || choose_splits(int64_t{s.batch} * s.num_kv_heads, pages, multiprocessors,
+                                                                    plan.kernel_->blocks_per_sm, by_length) == 1);
   if (pairs) {
     plan.unpaired_ = plan.kernel_;
     plan.kernel_ = CUBINRT_TRY(runtime.kernel(decode_kv_pair_key(s.q_dtype, s.page_size)));
@@ -146,10 +158,7 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
   if (uint64_t{s.num_kv_heads} * static_cast<uint64_t>(plan.head_chunks_) > 65535)
     return fail(Errc::invalid_argument, fmt::format("paged decode: {} kv heads in {} chunks of up to {} q heads are more blocks than a launch's "
                                                     "grid y takes (65535)", s.num_kv_heads, plan.head_chunks_, plan.heads_per_block_));
-  const int64_t max_len = s.max_seq_len ? s.max_seq_len : int64_t{s.block_table_stride} * s.page_size;
-  const int64_t pages = (max_len + s.page_size - 1) / s.page_size;
   const int64_t blocks = int64_t{s.batch} * s.num_kv_heads * plan.head_chunks_ / (pairs ? 2 : 1);
-  const int64_t multiprocessors = std::max(1, runtime.device().multiprocessors);
   const bool can_cluster = supports_cluster_merge(runtime.device(), *plan.kernel_->entry);
   if (s.merge == SplitMerge::cluster && !can_cluster)
     return fail(Errc::unsupported, fmt::format("paged decode: a cluster merge needs thread-block clusters, which {} (kernel {} for {}) "
@@ -162,7 +171,6 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
   if (splits <= 0) {
     // Full waves of blocks at the kernel's occupancy, without splits so short that merging them
     // through the workspace costs more than it hides.
-    const int64_t by_length = std::clamp<int64_t>(max_len / kMinTokensPerSplit, 1, 65535);
     // head_dim 512's kernels split the dims across their warps (paged_decode_abi.h).
     const int64_t saturating = s.head_dim > CUBINRT_PAGED_DECODE_TOKEN_SPLIT_MAX_HEAD_DIM ? kSaturatingBlocksDimSplit : kSaturatingBlocks;
     splits = choose_splits(blocks, pages, multiprocessors, plan.kernel_->blocks_per_sm, by_length, saturating);
