@@ -210,12 +210,12 @@ struct BlockWork {
 // the same running max and sum).
 constexpr int kPartialRows = kHeadDim > CUBINRT_PAGED_DECODE_TOKEN_SPLIT_MAX_HEAD_DIM ? 1 : kWarps;
 
-// The main loop leaves, per row and q head, the unnormalised output (V scale applied) and the
-// running max and sum of its tokens (log2 units) here; the block then merges the rows.
 // kKvPair: the half of the loop's dims that row h of a block's heads (of `heads`, the pair's q heads
 // in order) owns: 0 for the first kv head's q heads, 1 for the second's.
 __device__ __forceinline__ int pair_half(int h, int heads) { return kKvPair && 2 * h >= heads ? 1 : 0; }
 
+// The main loop leaves, per row and q head, the unnormalised output (V scale applied) and the
+// running max and sum of its tokens (log2 units) here; the block then merges the rows.
 struct WarpPartials {
   float acc[kPartialRows][kGroup][kOutDim];  // a q head's own dims (kKvPair: its half of the loop's)
   float ml[kPartialRows][kGroup][2];
