@@ -301,7 +301,10 @@ __device__ __forceinline__ float load_q(const CubinrtPagedDecodeParamsV6& p, con
       for (int v = 0; v < kVecsPerLoad; ++v) {
         const int d = k_word_dim(j * (kKElems / 2), t) + 8 * v;  // the load's first dim (8 of them)
         const bool mine = head < w.heads && (!kKvPair || d / kOutDim == half);
-        const uint4 x = mine ? __ldg(reinterpret_cast<const uint4*>(row + (kKvPair ? d - half * kOutDim : d))) : make_uint4(0u, 0u, 0u, 0u);
+        // (Unpaired, the address is written as before pairs, which keeps those kernels' code as it was.)
+        const uint4 x = mine ? __ldg(kKvPair ? reinterpret_cast<const uint4*>(row + (d - half * kOutDim))
+                                             : reinterpret_cast<const uint4*>(row + k_word_dim(j * (kKElems / 2), t)) + v)
+                             : make_uint4(0u, 0u, 0u, 0u);
         words(x, qw[r] + (j * kVecsPerLoad + v) * 4);
       }
   }
