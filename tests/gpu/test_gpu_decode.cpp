@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <optional>
 
 #include <fmt/format.h>
 
 #include "families/paged_decode/family_parts.hpp"
+#include "families/paged_decode/known_answer.hpp"
 #include "families/paged_decode/reference.hpp"
 #include "cubinrt/selfcheck.hpp"
 #include "support/gpu.hpp"
@@ -78,13 +78,8 @@ double run_case(const Runtime& rt, const KernelKey& key, const Case& c, uint64_t
 // the split count is forced or the unpaired grid fills the GPU unsplit (plan.cpp; the CPU dispatch
 // tests check those rules, run_case that the launch took the kernel).
 bool serves(const Runtime& rt, const KernelKey& key, const Case& c) {
-  const Dtype kv = decode_axes(key).kv_dtype;
-  DecodeShape s = shape_for(key, c.batch, c.hq, c.hk, static_cast<uint32_t>(*std::ranges::max_element(c.lens)), c.layout);
-  s.kv_storage = dtype_bits(kv) < 16 ? Dtype::uint8 : kv;
-  s.kv_declared = dtype_bits(kv) < 16 ? std::optional<Dtype>(kv) : std::nullopt;
-  s.num_splits = c.splits;
-  s.merge = c.merge;
-  auto plan = DecodePlan::create(rt, s);
+  const DecodeShape s = shape_for(key, c.batch, c.hq, c.hk, static_cast<uint32_t>(*std::ranges::max_element(c.lens)), c.layout);
+  auto plan = DecodePlan::create(rt, paged_decode::launch_shape(s, decode_axes(key).kv_dtype, std::nullopt, c.splits, c.merge));
   EXPECT_TRUE(plan.has_value()) << key.str() << ": " << (plan ? "" : plan.error().message);
   return plan && plan->kernel().entry->key == key;
 }

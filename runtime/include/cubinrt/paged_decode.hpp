@@ -133,10 +133,11 @@ KernelKey decode_g16_key(uint32_t head_dim, Dtype q_dtype, Dtype kv_dtype, uint3
 KernelKey decode_vsf_interleaved_key(uint32_t head_dim, Dtype q_dtype, uint32_t page_size, bool sixteen_heads = false);
 // Family "paged_decode_kv_pair", kv_dtype nvfp4, head_dim 128: kernels that take two neighbouring
 // kv heads a block as one 128-byte row. A plan takes them where the bundle has them for the
-// device, the layout is NHD, the group is at most 4, the kv heads are even in number and V's
-// scales are in linear order; a launch whose strides do not keep a pair's code and scale rows side
-// by side (kv head stride 64 bytes, scale head stride 8, scale rows 16-byte aligned) runs the
-// plan's paged_decode kernel instead, with the same splits and workspace.
+// device, the layout is NHD, the group is at most 4, the kv heads are even in number, V's scales
+// are in linear order, and the split count is forced or the unpaired grid fills the GPU unsplit
+// (at small batches the unpaired kernel is faster); a launch whose strides do not keep a pair's
+// code and scale rows side by side (kv head stride 64 bytes, scale head stride 8, scale rows
+// 16-byte aligned) runs the plan's paged_decode kernel instead, with the same splits and workspace.
 KernelKey decode_kv_pair_key(Dtype q_dtype, uint32_t page_size);
 
 // The decode kernels an engine needs: the cross product of the listed values.

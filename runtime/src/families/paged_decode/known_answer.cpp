@@ -28,6 +28,17 @@ struct Placement {
 
 }  // namespace
 
+DecodeShape launch_shape(const DecodeShape& problem_shape, Dtype kv_dtype, std::optional<Dtype> declare_kv_as, int num_splits,
+                         SplitMerge merge) {
+  const bool bytes = dtype_bits(kv_dtype) < 16;  // FP8 and NVFP4 live in uint8 storage
+  DecodeShape shape = problem_shape;
+  shape.kv_storage = bytes ? Dtype::uint8 : kv_dtype;
+  shape.kv_declared = bytes ? std::optional<Dtype>(declare_kv_as.value_or(kv_dtype)) : declare_kv_as;
+  shape.num_splits = num_splits;
+  shape.merge = merge;
+  return shape;
+}
+
 Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const std::vector<const ref::Problem*>& problems,
                                                 std::optional<Dtype> declare_kv_as, int num_splits, SplitMerge merge) {
   const DriverApi& d = runtime.driver();
@@ -37,12 +48,7 @@ Result<std::vector<DeviceResult>> run_on_device(const Runtime& runtime, const st
   size_t at = 0;
   for (const ref::Problem* pp : problems) {
     const ref::Problem& p = *pp;
-    const bool bytes = dtype_bits(p.kv_dtype) < 16;  // FP8 and NVFP4 live in uint8 storage
-    DecodeShape shape = p.shape;
-    shape.kv_storage = bytes ? Dtype::uint8 : p.kv_dtype;
-    shape.kv_declared = bytes ? std::optional<Dtype>(declare_kv_as.value_or(p.kv_dtype)) : declare_kv_as;
-    shape.num_splits = num_splits;
-    shape.merge = merge;
+    const DecodeShape shape = launch_shape(p.shape, p.kv_dtype, declare_kv_as, num_splits, merge);
     Placement pl{CUBINRT_TRY(DecodePlan::create(runtime, shape)), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     const size_t out_elems = size_t{p.shape.batch} * p.shape.num_q_heads * p.shape.head_dim;
     pl.q = at;

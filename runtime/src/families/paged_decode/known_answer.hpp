@@ -18,6 +18,11 @@ struct DeviceResult {
   const ManifestEntry* kernel = nullptr;  // the plan's kernel (its arena's strides are the contiguous ones)
 };
 
+// The shape run_on_device plans a problem of `kv_dtype` with: FP8 and NVFP4 in uint8 storage,
+// declared `declare_kv_as` or their own dtype, the split count and merge given.
+DecodeShape launch_shape(const DecodeShape& problem_shape, Dtype kv_dtype, std::optional<Dtype> declare_kv_as = std::nullopt,
+                         int num_splits = 0, SplitMerge merge = SplitMerge::choose);
+
 // Uploads the problems (one allocation, one copy each way, one synchronisation), launches each
 // through a DecodePlan and reads the results back. `declare_kv_as` overrides the KV dtype declared
 // to the dispatcher (the data stays as made).
