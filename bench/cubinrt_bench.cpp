@@ -716,6 +716,11 @@ int main(int argc, char** argv) {
       // Where a kernel holding 3 blocks an SM (FP8 head_dim 256, FP8 16-head) would stream a
       // fourth alone unsplit, the planner splits in 2 (planner.cpp): its choice against unsplit.
       {"B64 L8192 16q/8kv D256 p16, forced", 64, 8192, 16, 8, 256, 16, 1},
+      // More splits, so that rounds of 3 blocks an SM end fuller (FP8 head_dim 256 is behind
+      // FlashInfer's XQA there: docs/benchmarks.md, run 99).
+      {"B64 L8192 16q/8kv D256 p16, forced", 64, 8192, 16, 8, 256, 16, 3},
+      {"B64 L8192 16q/8kv D256 p16, forced", 64, 8192, 16, 8, 256, 16, 3, KvLayout::nhd, SplitMerge::cluster},
+      {"B64 L8192 16q/8kv D256 p16, forced", 64, 8192, 16, 8, 256, 16, 4, KvLayout::nhd, SplitMerge::cluster},
       {"B64 L8192 128q/8kv D128 p16, forced", 64, 8192, 128, 8, 128, 16, 1},
       {"B64 L8192 128q/8kv D128 p16, forced", 64, 8192, 128, 8, 128, 16, 2},
       {"B64 L8192 128q/8kv D128 p16, forced", 64, 8192, 128, 8, 128, 16, 2, KvLayout::nhd, SplitMerge::cluster},
