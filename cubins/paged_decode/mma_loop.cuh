@@ -56,11 +56,15 @@ using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, typename std::c
 //                tiles (255 registers): 1073-1136.
 //   D256 FP8:    1 tile, 3 staged steps (3 blocks by registers): 510-572 us; capped to 4 blocks
 //                it spills: 829; register loop 2 tiles: 662.
+//   kv pairs (NVFP4, two head_dim 128 kv heads as one 256-dim row; H100 run 100): 2 tiles, 3
+//                staged steps (56 KB of dynamic shared memory, 3 blocks by registers): 224-228 us
+//                against 1 tile's 251; 4-6 steps of 1 tile 249-250; 1 tile held to 4 blocks an
+//                SM (128 registers) 279.
 // head_dim 64 (not measured) keeps the register loop with 8 KB a step.
 #ifdef CUBINRT_MMA_TILES  // experiments only: the catalog build never sets it
 constexpr int kTiles = CUBINRT_MMA_TILES;
 #else
-constexpr int kTiles = kSliceDim == 64 ? (kKvWidened ? 8 : 4) : kSliceDim == 128 ? (kKvWidened ? 2 : 1) : 1;
+constexpr int kTiles = kSliceDim == 64 ? (kKvWidened ? 8 : 4) : kSliceDim == 128 ? (kKvWidened ? 2 : 1) : kKvPair ? 2 : 1;
 #endif
 // D128: 16 warps an SM, but 3 blocks (164 registers, no spill) for 16 heads of FP8 KV, which at 4
 // blocks spills 116 bytes (H200 run 48, B64 L8192 128q/8kv: 408 us capped at 4, 304 at 3; bf16's
