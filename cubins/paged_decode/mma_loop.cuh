@@ -57,7 +57,7 @@ using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, typename std::c
 //   D256 FP8:    1 tile, 3 staged steps (3 blocks by registers): 510-572 us; capped to 4 blocks
 //                it spills: 829; register loop 2 tiles: 662.
 //   kv pairs (NVFP4, two head_dim 128 kv heads as one 256-dim row; H100 run 100): 2 tiles, 3
-//                staged steps (56 KB of dynamic shared memory, 3 blocks by registers): 224-228 us
+//                staged steps (54 KB of dynamic shared memory, 3 blocks by registers): 224-228 us
 //                against 1 tile's 251; 4-6 steps of 1 tile 249-250; 1 tile held to 4 blocks an
 //                SM (128 registers) 279.
 // head_dim 64 (not measured) keeps the register loop with 8 KB a step.
