@@ -1,6 +1,7 @@
 // Paged decode plans (shape -> kernel, splits, merge) and launches (arguments -> cuLaunchKernelEx).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -133,14 +134,19 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
   const int64_t pages = (max_len + s.page_size - 1) / s.page_size;
   const int64_t multiprocessors = std::max(1, runtime.device().multiprocessors);
   const int64_t by_length = std::clamp<int64_t>(max_len / kMinTokensPerSplit, 1, 65535);
+  // head_dim 512's kernels split the dims across their warps (paged_decode_abi.h).
+  const int64_t saturating = s.head_dim > CUBINRT_PAGED_DECODE_TOKEN_SPLIT_MAX_HEAD_DIM ? kSaturatingBlocksDimSplit : kSaturatingBlocks;
   // Pairs halve the blocks, so they pay where the unpaired grid fills the GPU unsplit (H100 run
   // 97, B64 L8192 32q/8kv: 249 against 295 us); where it must be split to fill it, pairs need
   // twice the splits and their merge (B1 L32768: 63 splits, 32.3 us, against 32, 23.0 us). A
   // forced split count takes them as the shape allows (tests, benchmarks). The launch checks that
   // the strides keep a pair side by side and otherwise runs the unpaired kernel, kept here, with
-  // the same splits and workspace.
-  const bool pairs = pairable && (s.num_splits > 0 || choose_splits(int64_t{s.batch} * s.num_kv_heads, pages, multiprocessors,
-                                                                    plan.kernel_->blocks_per_sm, by_length) == 1);
+  // the same splits and workspace. The unpaired grid's choice (a pairable group is one head
+  // chunk) is also the plan's where it does not pair.
+  std::optional<int64_t> unpaired_splits;
+  if (pairable && s.num_splits <= 0)
+    unpaired_splits = choose_splits(int64_t{s.batch} * s.num_kv_heads, pages, multiprocessors, plan.kernel_->blocks_per_sm, by_length, saturating);
+  const bool pairs = pairable && (s.num_splits > 0 || unpaired_splits == 1);
   if (pairs) {
     plan.unpaired_ = plan.kernel_;
     plan.kernel_ = CUBINRT_TRY(runtime.kernel(decode_kv_pair_key(s.q_dtype, s.page_size)));
@@ -171,9 +177,8 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
   if (splits <= 0) {
     // Full waves of blocks at the kernel's occupancy, without splits so short that merging them
     // through the workspace costs more than it hides.
-    // head_dim 512's kernels split the dims across their warps (paged_decode_abi.h).
-    const int64_t saturating = s.head_dim > CUBINRT_PAGED_DECODE_TOKEN_SPLIT_MAX_HEAD_DIM ? kSaturatingBlocksDimSplit : kSaturatingBlocks;
-    splits = choose_splits(blocks, pages, multiprocessors, plan.kernel_->blocks_per_sm, by_length, saturating);
+    splits = unpaired_splits && !pairs ? *unpaired_splits
+                                       : choose_splits(blocks, pages, multiprocessors, plan.kernel_->blocks_per_sm, by_length, saturating);
     // Where the workspace would take 2 to 8 splits, a cluster merges them instead, in splits as
     // short as 128 tokens.
     if (can_cluster && (s.merge == SplitMerge::cluster || (s.merge == SplitMerge::choose && splits > 1 && splits <= kMaxClusterSplits))) {
