@@ -239,6 +239,24 @@ __device__ __forceinline__ unsigned cluster_blocks() {
 #endif
 }
 
+#ifndef CUBINRT_CLUSTER_EARLY_ARRIVE
+#define CUBINRT_CLUSTER_EARLY_ARRIVE 1
+#endif
+constexpr bool kClusterEarlyArrive = CUBINRT_CLUSTER_EARLY_ARRIVE;
+// The two halves of cluster.sync(), apart: every thread of the cluster arrives once (release: its
+// reads and writes of shared memory before are done) and waits later (acquire), all threads of a
+// warp at the same point (`.aligned`, as cluster.sync() is).
+__device__ __forceinline__ void cluster_arrive_release() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
 // The cluster's blocks are the splits of one (sequence, head chunk). Each reads every block's
 // share of its part of the output dims through distributed shared memory and writes the merged
 // result; no block leaves while another may still read its shared memory. A thread asks for all
@@ -254,20 +272,30 @@ __device__ void merge_cluster(const CubinrtPagedDecodeParamsV6& p, const BlockWo
   const int blocks = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
   constexpr int kVecs = kOutDim / 4;
   const int vecs = w.heads * kVecs, per_block = (vecs + blocks - 1) / blocks;
-  for (int i = rank * per_block + threadIdx.x; i < min(vecs, (rank + 1) * per_block); i += kThreads) {
-    const int h = i / kVecs, d = i % kVecs * 4;
+  // Every thread arrives at the closing barrier once it has read the other blocks' shares for the
+  // last time, and waits on it only before leaving, so the barrier's round trip overlaps the merge's
+  // arithmetic and stores. The rounds are the same for every thread of the block, so the arrival
+  // is one point of the code for all of them (`.aligned`).
+  const int first = rank * per_block, end = min(vecs, first + per_block);
+  const int rounds = (per_block + kThreads - 1) / kThreads;  // at least 1: a block has a head
+  for (int round = 0; round < rounds; ++round) {
+    const int i = first + round * kThreads + threadIdx.x;
+    const bool active = i < end;  // a vector of this thread this round
+    const int h = active ? i / kVecs : 0, d = i % kVecs * 4;
     float lse[kMaxBlocks];
     float4 x[kMaxBlocks];
 #pragma unroll
     for (int r = 0; r < kMaxBlocks; ++r) {
       lse[r] = kNegBig;  // an absent block weighs exp2(kNegBig - m) = 0
       x[r] = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (r < blocks) {
+      if (active && r < blocks) {
         const ClusterShare* theirs = cluster.map_shared_rank(&mine, r);
         lse[r] = theirs->lse2[h];
         x[r] = *reinterpret_cast<const float4*>(&theirs->out[h][d]);
       }
     }
+    if (kClusterEarlyArrive && round == rounds - 1) cluster_arrive_release();
+    if (!active) continue;
     float m = kNegBig;
 #pragma unroll
     for (int r = 0; r < kMaxBlocks; ++r) m = fmaxf(m, lse[r]);
@@ -284,7 +312,8 @@ __device__ void merge_cluster(const CubinrtPagedDecodeParamsV6& p, const BlockWo
     store_out4(p, w.b, qh, d, make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
     if (p.lse != nullptr && d == 0) *lse_at(p, w.b, qh) = (m + log2f(l)) / kLog2e;
   }
-  cluster.sync();
+  if (kClusterEarlyArrive) cluster_wait();  // no block leaves while another may still read its share
+  else cluster.sync();
 #endif
 }
 

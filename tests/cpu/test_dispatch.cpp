@@ -677,11 +677,18 @@ TEST_F(Dispatch, LaunchPassesTheKernelsDynamicSharedMemory) {
   EXPECT_EQ(plan->kernel().dynamic_shared, 98304u);
   CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
   EXPECT_EQ(fake_state().launches.back().config.sharedMemBytes, 98304u);
-  // FP8 at head_dim 256 fits its 48 KiB ring statically: it passes none.
+  // FP8 at head_dim 256 takes 16-token steps on sm_90: twice the bytes a step, the same 96 KiB.
   shape.kv_storage = Dtype::uint8;
   shape.kv_declared = Dtype::fp8_e4m3;
   plan = DecodePlan::create(*rt, shape);
   CUBINRT_ASSERT_OK(plan);
+  CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
+  EXPECT_EQ(fake_state().launches.back().config.sharedMemBytes, 98304u);
+  // FP8 at head_dim 128 fits its 48 KiB ring statically: it passes none.
+  shape.head_dim = 128;
+  plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->kernel().dynamic_shared, 0u);
   CUBINRT_ASSERT_OK(plan->launch(args(*plan), nullptr));
   EXPECT_EQ(fake_state().launches.back().config.sharedMemBytes, 0u);
 }
