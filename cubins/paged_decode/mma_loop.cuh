@@ -55,11 +55,12 @@ using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, typename std::c
 //                2 steps capped to 3 blocks: 1076; 4 steps (1 block): 1305; register loop, 4
 //                tiles (255 registers): 1073-1136.
 //   D256 FP8:    1 tile, 3 staged steps (3 blocks by registers): 510-572 us; capped to 4 blocks
-//                it spills: 829; register loop 2 tiles: 662. Since H100 run 101, 2 tiles where a
+//                it spills: 829; register loop 2 tiles: 662. Since runs 101-102, 2 tiles where a
 //                multiprocessor has 228 KB of shared memory (sm_90, sm_100a, sm_103a: 2 blocks of
-//                96 KB): 708-709 us against 716-717 (planner: 1 split against 2 in a cluster);
-//                NVFP4 (54 KB) 449.5 against 460. GPUs of 100 KB an SM (sm_89, sm_120) would hold
-//                one such block, sm_80 (164 KB) one of FP8's, so they keep 1 tile.
+//                96 KB): H200 490-491 us against 510 (the planner: 1 split against 2 in a
+//                cluster), NVFP4 (54 KB) 430-437 against 482-488; 32q/4kv FP8 1% slower. GPUs of
+//                100 KB an SM (sm_89, sm_120) would hold one such block, sm_80 (164 KB) one of
+//                FP8's, so they keep 1 tile.
 //   kv pairs (NVFP4, two head_dim 128 kv heads as one 256-dim row; H100 run 100): 2 tiles, 3
 //                staged steps (54 KB of dynamic shared memory, 3 blocks by registers): 224-228 us
 //                against 1 tile's 251; 4-6 steps of 1 tile 249-250; 1 tile held to 4 blocks an
@@ -69,7 +70,7 @@ using VRaw = typename std::conditional<kVLoadBytes == 16, uint4, typename std::c
 constexpr int kTiles = CUBINRT_MMA_TILES;
 #else
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030)
-constexpr bool kSmem228 = true;  // KB of shared memory a multiprocessor has
+constexpr bool kSmem228 = true;  // a multiprocessor has 228 KB of shared memory
 #else
 constexpr bool kSmem228 = false;
 #endif
