@@ -39,7 +39,7 @@
 #include <stdint.h>
 
 #include <type_traits>
-#ifdef CUBINRT_TRACE
+#if defined(CUBINRT_TRACE) || defined(CUBINRT_TRACE_SPLITS)
 #include <cstdio>
 #endif
 
@@ -64,10 +64,28 @@ using namespace paged_decode;
 // What the last split of a (sequence, head chunk) needs to merge the splits: per head, the
 // largest split LSE, the sum of the splits' weights, and one chunk of the weights themselves.
 constexpr int kMergeChunk = 256;
-struct MergeScratch {
+// Splits' float4s a thread has in flight in registers while the merge waits on L2.
+#ifdef CUBINRT_MERGE_BATCH  // experiments only
+constexpr int kMergeBatch = CUBINRT_MERGE_BATCH;
+#else
+constexpr int kMergeBatch = 16;
+#endif
+struct MergeWeights {
   float weight[kGroup][kMergeChunk];
   float max[kGroup];
   float sum[kGroup];
+};
+// The next kMergeBatch splits of a thread's first vector, copied into shared memory (cp.async)
+// with the first batch's loads, so that up to 2 kMergeBatch splits cost one wait on L2: where the
+// main loop's ring leaves room for them beside the weights, none otherwise (the merge then reads
+// them from L2 after the weights, as the splits past these).
+#ifndef CUBINRT_MERGE_STAGED
+#define CUBINRT_MERGE_STAGED 0
+#endif
+constexpr int kMergeStaged =
+    CUBINRT_MERGE_STAGED && sizeof(MergeWeights) + sizeof(float4) * kMergeBatch * kThreads <= sizeof(loop::Staging) ? kMergeBatch : 0;
+struct MergeScratch : MergeWeights {
+  float4 staged[kMergeStaged > 0 ? kMergeStaged : 1][kMergeStaged > 0 ? kThreads : 1];  // 16 bytes, unused, without room
 };
 
 // What a block of a cluster merge leaves for the others to read: its normalised output and LSE
@@ -135,7 +153,7 @@ __device__ __forceinline__ void combine_lse_sum(float& m, float& l, float mo, fl
 __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, MergeScratch& s) {
   constexpr int kVecsPerHead = kOutDim / 4;
   constexpr int kPerThread = (kGroup * kVecsPerHead + kThreads - 1) / kThreads;
-  constexpr int kBatch = 16;                   // splits' float4s a thread has in flight
+  constexpr int kBatch = kMergeBatch;
   // LSEs of a chunk a lane reads and holds to its weight. Holding 8 cost the 16-head bf16 kernel,
   // held to 128 registers, 3 more spill instructions a step of its main loop (14 against 11; B64
   // L8192 32q/1kv in 2 clusters 113 -> 125 us, H100 run 93). Holding one gives the 11 back in the
@@ -154,11 +172,17 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWor
     for (int j = 0; j < kBatch; ++j) add_scaled(o, j0 + j < n ? s.weight[h][j0 + j] : 0.f, x[j]);
   };
   float4 first[kBatch];  // splits 0 .. kBatch - 1 of this thread's first vector
+  // Splits kBatch .. kBatch + staged - 1 of it go to shared memory at the same time.
+  const int staged = static_cast<int>(threadIdx.x) / kVecsPerHead < w.heads ? max(0, min(kMergeStaged, num_splits - kBatch)) : 0;
   {
     const bool mine = static_cast<int>(threadIdx.x) / kVecsPerHead < w.heads;
     const float4* col = column(threadIdx.x);
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) first[j] = mine && j < num_splits ? __ldcg(col + j * kVecsPerHead) : zero;
+    if constexpr (kMergeStaged > 0) {
+      for (int j = 0; j < staged; ++j) loop::cp_async16(loop::smem_addr(&s.staged[j][threadIdx.x]), col + (kBatch + j) * kVecsPerHead);
+      loop::cp_async_commit();
+    }
   }
   // A warp a head (a chunk may have more heads than the block has warps).
   for (int h = w.warp; h < w.heads; h += kWarps) {
@@ -194,7 +218,13 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWor
 #pragma unroll
   for (int it = 0; it < kPerThread; ++it) o[it] = zero;
   __syncthreads();  // the first chunk's weights are written
-  if (const int h = threadIdx.x / kVecsPerHead; h < w.heads) add_weighed_batch(o[0], first, h, 0, num_splits);
+  if (const int h = threadIdx.x / kVecsPerHead; h < w.heads) {
+    add_weighed_batch(o[0], first, h, 0, num_splits);
+    if constexpr (kMergeStaged > 0) {
+      loop::cp_async_wait<0>();  // this thread's own copies: no barrier needed
+      for (int j = 0; j < staged; ++j) add_scaled(o[0], s.weight[h][kBatch + j], s.staged[j][threadIdx.x]);
+    }
+  }
   for (int c0 = 0; c0 < num_splits; c0 += kMergeChunk) {
     const int n = min(kMergeChunk, num_splits - c0);
     if (c0 > 0) {
@@ -210,7 +240,8 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWor
       const int v = threadIdx.x + it * kThreads, h = v / kVecsPerHead;
       if (h >= w.heads) continue;
       const float4* col = column(v) + static_cast<int64_t>(c0) * kVecsPerHead;
-      for (int j0 = it == 0 && c0 == 0 ? kBatch : 0; j0 < n; j0 += kBatch) {  // the first batch is summed
+      // The first batch and the staged splits are summed.
+      for (int j0 = it == 0 && c0 == 0 ? kBatch + kMergeStaged : 0; j0 < n; j0 += kBatch) {
         float4 x[kBatch];
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) x[j] = j0 + j < n ? __ldcg(col + (j0 + j) * kVecsPerHead) : zero;
@@ -363,10 +394,57 @@ __device__ __forceinline__ unsigned long long global_ns() {
 }
 #endif
 
+// CUBINRT_TRACE_SPLITS=<length> (experiments only): every split launch whose sequence 0 has that
+// length records the global timer of each block's start, first step, partials and end
+// (g_split_ns, common.cuh); the block that ends last prints, for a few launches of each bench row
+// (3 warm-up, 25 single, 25 queued, 1000 back to back), where in the launch the blocks were:
+// times after the first block's start, the minimum, median and maximum over the blocks.
+#ifdef CUBINRT_TRACE_SPLITS
+__device__ unsigned g_split_done, g_split_launches;
+__device__ unsigned long long g_split_prev_end;
+__device__ unsigned long long rank_of(const unsigned long long* v, unsigned n, unsigned k) {  // k-th smallest
+  for (unsigned i = 0; i < n; ++i) {
+    unsigned below = 0, equal = 0;
+    for (unsigned j = 0; j < n; ++j) { below += v[j] < v[i]; equal += v[j] == v[i]; }
+    if (below <= k && k < below + equal) return v[i];
+  }
+  return 0;
+}
+__device__ void split_trace_end(const CubinrtPagedDecodeParamsV6& p) {
+  __syncthreads();  // every thread of the block is done
+  const unsigned n = gridDim.x * gridDim.y * gridDim.z;
+  if (threadIdx.x != 0 || gridDim.z == 1 || n > kTraceBlocks || p.seq_lens[0] != CUBINRT_TRACE_SPLITS) return;
+  g_split_ns[3][trace_block()] = global_ns();
+  __threadfence();
+  if (atomicAdd(&g_split_done, 1) != n - 1) return;
+  g_split_done = 0;
+  __threadfence();
+  const unsigned launch = g_split_launches++;
+  const unsigned at = launch % 1053;
+  unsigned long long t0 = ~0ull, end = 0;
+  for (unsigned i = 0; i < n; ++i) { t0 = min(t0, g_split_ns[0][i]); end = max(end, g_split_ns[3][i]); }
+  const long long gap = static_cast<long long>(t0 - g_split_prev_end);  // negative: overlapped
+  g_split_prev_end = end;
+  if (at != 10 && at != 40 && at != 600) return;
+  unsigned long long q[4][3];
+  for (int k = 0; k < 4; ++k) {
+    for (unsigned i = 0; i < n; ++i) g_split_ns[k][i] -= t0;
+    q[k][0] = rank_of(g_split_ns[k], n, 0);
+    q[k][1] = rank_of(g_split_ns[k], n, n / 2);
+    q[k][2] = rank_of(g_split_ns[k], n, n - 1);
+  }
+  printf("SPLITTRACE launch %u (row's %u) blocks %u splits %d gap-after-previous %lld ns | start %llu %llu %llu | first step %llu %llu %llu | partials %llu %llu %llu | end %llu %llu %llu\n",
+         launch, at, n, p.num_splits, gap, q[0][0], q[0][1], q[0][2], q[1][0], q[1][1], q[1][2], q[2][0], q[2][1], q[2][2], q[3][0], q[3][1], q[3][2]);
+}
+#endif
+
 __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV6& p) {
 #ifdef CUBINRT_TRACE
   const unsigned long long trace_ns = global_ns();
   const long long trace_c0 = clock64();
+#endif
+#ifdef CUBINRT_TRACE_SPLITS
+  if (threadIdx.x == 0 && trace_block() < kTraceBlocks) g_split_ns[0][trace_block()] = global_ns();
 #endif
   // q heads a block's kv unit serves: a kv head's group, or (kKvPair) a pair's two groups in order.
   const int group = (kKvPair ? 2 : 1) * (p.num_q_heads / p.num_kv_heads);
@@ -410,6 +488,9 @@ __device__ void paged_decode_block(const CubinrtPagedDecodeParamsV6& p) {
   __syncthreads();
 #ifdef CUBINRT_TRACE
   const long long trace_c2 = clock64();
+#endif
+#ifdef CUBINRT_TRACE_SPLITS
+  if (threadIdx.x == 0 && trace_block() < kTraceBlocks) g_split_ns[2][trace_block()] = global_ns();
 #endif
 
   // Each thread merges 4 dims of one head at a time with float4 reads (at head_dim 128, one pass
@@ -495,6 +576,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 CUBINRT_KERNEL(CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V6_FIELDS(CUBINRT_PARAM_DECL_))) {
   const CubinrtPagedDecodeParamsV6 p = {CUBINRT_LIST_(0 CUBINRT_PAGED_DECODE_V6_FIELDS(CUBINRT_PARAM_NAME_))};
   paged_decode_block(p);
+#ifdef CUBINRT_TRACE_SPLITS
+  split_trace_end(p);
+#endif
 }
 #undef CUBINRT_PARAM_DECL_
 #undef CUBINRT_PARAM_NAME_

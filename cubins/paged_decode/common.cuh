@@ -188,6 +188,18 @@ __device__ __forceinline__ void words(const uint32_t& r, uint32_t* w) { w[0] = r
 __device__ long long g_trace_first_step;  // clock64 when block (0, 0, 0)'s warp 0 has its first step
 #define CUBINRT_TRACE_FIRST_STEP() \
   if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) g_trace_first_step = clock64()
+#elif defined(CUBINRT_TRACE_SPLITS)  // experiments only: see paged_decode.cu
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+constexpr unsigned kTraceBlocks = 2048;
+// The global timer at each block's start, first step, partials and end (warp 0's lane 0).
+__device__ unsigned long long g_split_ns[4][kTraceBlocks];
+__device__ __forceinline__ unsigned trace_block() { return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); }
+#define CUBINRT_TRACE_FIRST_STEP() \
+  if (threadIdx.x == 0 && trace_block() < kTraceBlocks) g_split_ns[1][trace_block()] = global_ns()
 #else
 #define CUBINRT_TRACE_FIRST_STEP()
 #endif
