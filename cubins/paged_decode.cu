@@ -64,28 +64,10 @@ using namespace paged_decode;
 // What the last split of a (sequence, head chunk) needs to merge the splits: per head, the
 // largest split LSE, the sum of the splits' weights, and one chunk of the weights themselves.
 constexpr int kMergeChunk = 256;
-// Splits' float4s a thread has in flight in registers while the merge waits on L2.
-#ifdef CUBINRT_MERGE_BATCH  // experiments only
-constexpr int kMergeBatch = CUBINRT_MERGE_BATCH;
-#else
-constexpr int kMergeBatch = 16;
-#endif
-struct MergeWeights {
+struct MergeScratch {
   float weight[kGroup][kMergeChunk];
   float max[kGroup];
   float sum[kGroup];
-};
-// The next kMergeBatch splits of a thread's first vector, copied into shared memory (cp.async)
-// with the first batch's loads, so that up to 2 kMergeBatch splits cost one wait on L2: where the
-// main loop's ring leaves room for them beside the weights, none otherwise (the merge then reads
-// them from L2 after the weights, as the splits past these).
-#ifndef CUBINRT_MERGE_STAGED
-#define CUBINRT_MERGE_STAGED 0
-#endif
-constexpr int kMergeStaged =
-    CUBINRT_MERGE_STAGED && sizeof(MergeWeights) + sizeof(float4) * kMergeBatch * kThreads <= sizeof(loop::Staging) ? kMergeBatch : 0;
-struct MergeScratch : MergeWeights {
-  float4 staged[kMergeStaged > 0 ? kMergeStaged : 1][kMergeStaged > 0 ? kThreads : 1];  // 16 bytes, unused, without room
 };
 
 // What a block of a cluster merge leaves for the others to read: its normalised output and LSE
@@ -153,7 +135,7 @@ __device__ __forceinline__ void combine_lse_sum(float& m, float& l, float mo, fl
 __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWork& w, MergeScratch& s) {
   constexpr int kVecsPerHead = kOutDim / 4;
   constexpr int kPerThread = (kGroup * kVecsPerHead + kThreads - 1) / kThreads;
-  constexpr int kBatch = kMergeBatch;
+  constexpr int kBatch = 16;                   // splits' float4s a thread has in flight
   // LSEs of a chunk a lane reads and holds to its weight. Holding 8 cost the 16-head bf16 kernel,
   // held to 128 registers, 3 more spill instructions a step of its main loop (14 against 11; B64
   // L8192 32q/1kv in 2 clusters 113 -> 125 us, H100 run 93). Holding one gives the 11 back in the
@@ -172,17 +154,11 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWor
     for (int j = 0; j < kBatch; ++j) add_scaled(o, j0 + j < n ? s.weight[h][j0 + j] : 0.f, x[j]);
   };
   float4 first[kBatch];  // splits 0 .. kBatch - 1 of this thread's first vector
-  // Splits kBatch .. kBatch + staged - 1 of it go to shared memory at the same time.
-  const int staged = static_cast<int>(threadIdx.x) / kVecsPerHead < w.heads ? max(0, min(kMergeStaged, num_splits - kBatch)) : 0;
   {
     const bool mine = static_cast<int>(threadIdx.x) / kVecsPerHead < w.heads;
     const float4* col = column(threadIdx.x);
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) first[j] = mine && j < num_splits ? __ldcg(col + j * kVecsPerHead) : zero;
-    if constexpr (kMergeStaged > 0) {
-      for (int j = 0; j < staged; ++j) loop::cp_async16(loop::smem_addr(&s.staged[j][threadIdx.x]), col + (kBatch + j) * kVecsPerHead);
-      loop::cp_async_commit();
-    }
   }
   // A warp a head (a chunk may have more heads than the block has warps).
   for (int h = w.warp; h < w.heads; h += kWarps) {
@@ -218,13 +194,7 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWor
 #pragma unroll
   for (int it = 0; it < kPerThread; ++it) o[it] = zero;
   __syncthreads();  // the first chunk's weights are written
-  if (const int h = threadIdx.x / kVecsPerHead; h < w.heads) {
-    add_weighed_batch(o[0], first, h, 0, num_splits);
-    if constexpr (kMergeStaged > 0) {
-      loop::cp_async_wait<0>();  // this thread's own copies: no barrier needed
-      for (int j = 0; j < staged; ++j) add_scaled(o[0], s.weight[h][kBatch + j], s.staged[j][threadIdx.x]);
-    }
-  }
+  if (const int h = threadIdx.x / kVecsPerHead; h < w.heads) add_weighed_batch(o[0], first, h, 0, num_splits);
   for (int c0 = 0; c0 < num_splits; c0 += kMergeChunk) {
     const int n = min(kMergeChunk, num_splits - c0);
     if (c0 > 0) {
@@ -240,8 +210,7 @@ __device__ void merge_splits(const CubinrtPagedDecodeParamsV6& p, const BlockWor
       const int v = threadIdx.x + it * kThreads, h = v / kVecsPerHead;
       if (h >= w.heads) continue;
       const float4* col = column(v) + static_cast<int64_t>(c0) * kVecsPerHead;
-      // The first batch and the staged splits are summed.
-      for (int j0 = it == 0 && c0 == 0 ? kBatch + kMergeStaged : 0; j0 < n; j0 += kBatch) {
+      for (int j0 = it == 0 && c0 == 0 ? kBatch : 0; j0 < n; j0 += kBatch) {  // the first batch is summed
         float4 x[kBatch];
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) x[j] = j0 + j < n ? __ldcg(col + (j0 + j) * kVecsPerHead) : zero;

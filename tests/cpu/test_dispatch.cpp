@@ -499,7 +499,8 @@ TEST_F(Dispatch, LargeGroupsAreSplitIntoHeadChunks) {
 
 // head_dim 512's warps walk one token range together, so the planner counts a block as one
 // stream and wants 4 of them an SM, not 2: B16 L8192 32q/4kv (64 blocks unsplit) takes 8 splits
-// (4 blocks an SM on 132), merged by clusters, where head_dim 128's rule would take 4.
+// (4 blocks an SM on 132), where head_dim 128's rule would take 4; 1024 tokens a split are too
+// long for a cluster (kMaxTokensPerClusterSplit), so they merge through the workspace.
 TEST(Planner, DimSplitKernelsWantTwiceTheBlocks) {
   EXPECT_EQ(paged_decode::choose_splits(64, 512, 132, 4, 32, paged_decode::kSaturatingBlocks), 4);
   EXPECT_EQ(paged_decode::choose_splits(64, 512, 132, 4, 32, paged_decode::kSaturatingBlocksDimSplit), 8);
@@ -515,7 +516,7 @@ TEST(Planner, DimSplitKernelsWantTwiceTheBlocks) {
   CUBINRT_ASSERT_OK(plan);
   EXPECT_EQ(plan->kernel().entry->id, "paged_decode.sm_90.hd512.bf16.fp8_e4m3.p16");
   EXPECT_EQ(plan->num_splits(), 8);
-  EXPECT_EQ(plan->merge(), SplitMerge::cluster);
+  EXPECT_EQ(plan->merge(), SplitMerge::workspace);
 }
 
 // A multiprocessor holds blocks_per_sm blocks at once; 512 blocks on 132 SMs give each 4. A kernel
@@ -585,6 +586,21 @@ TEST_F(Dispatch, SplitsBalanceTheBusiestMultiprocessor) {
   CUBINRT_ASSERT_OK(plan);
   EXPECT_EQ(plan->num_splits(), 2);
   EXPECT_EQ(plan->merge(), SplitMerge::workspace);
+  // 4 x 8 blocks of 32768 tokens: 8 splits of 4096 tokens, too long for a cluster (its blocks
+  // ended further apart than the workspace's: H200 run 107), so through the workspace; forced,
+  // the cluster is taken as asked.
+  shape.merge = SplitMerge::choose;
+  shape.block_table_stride = 2048;
+  plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->num_splits(), 8);
+  EXPECT_EQ(plan->merge(), SplitMerge::workspace);
+  EXPECT_GT(plan->workspace_bytes(), 0u);
+  shape.merge = SplitMerge::cluster;
+  plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->num_splits(), 8);
+  EXPECT_EQ(plan->merge(), SplitMerge::cluster);
 }
 
 // A cluster merge launches each (sequence, head chunk)'s splits as one cluster along z, and asks

@@ -41,6 +41,16 @@ inline constexpr double kSplitGainToBeat = 0.05;
 // B8 L4096 FP8, 4 splits, 27.5 through the workspace against 30.8 as clusters (bf16 40.7 / 40.1).
 inline constexpr int64_t kMaxClusterSplits = CUBINRT_PAGED_DECODE_MAX_CLUSTER_SPLITS;
 inline constexpr int64_t kMinTokensPerClusterSplit = 128;
+// ... and only while a cluster's splits are short: its blocks must run at once within one GPC,
+// and over long ranges they end further apart than the workspace's, which costs more than the
+// merge saves. H200 run 107 (device us queued, bf16 / FP8), the same 8 splits as a cluster and
+// through the workspace: B4 L32768 (4096 tokens a split) 135.2-135.5 / 74.3-74.7 against 130.3 /
+// 71.2, B4 L131072 (16384) 533.8-534.2 / 279.8-280.2 against 490.2-490.8 / 254.5-255.4; traced,
+// the cluster's last range ended 8 us after the workspace's (docs/kernels.md). At 1024 tokens
+// (B8 L4096 above) the two were even in bf16 and the workspace 11% faster in FP8; at 128 the
+// cluster wins outright. So the planner merges through a cluster only where a split is at most
+// this long; a forced SplitMerge::cluster is taken as asked.
+inline constexpr int64_t kMaxTokensPerClusterSplit = 512;
 
 // The kernel is bandwidth-bound: the fewest splits whose busiest multiprocessor streams within
 // kSplitGainToBeat of the least (planner.cpp says how).
