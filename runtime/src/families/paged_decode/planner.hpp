@@ -47,7 +47,7 @@ inline constexpr int64_t kMinTokensPerClusterSplit = 128;
 // through the workspace: B4 L32768 (4096 tokens a split) 135.2-135.5 / 74.3-74.7 against 130.3 /
 // 71.2, B4 L131072 (16384) 533.8-534.2 / 279.8-280.2 against 490.2-490.8 / 254.5-255.4; traced,
 // the cluster's last range ended 8 us after the workspace's (docs/kernels.md). At 1024 tokens
-// (B8 L4096 above) the two were even in bf16 and the workspace 11% faster in FP8; at 128 the
+// (B8 L4096 above) the cluster was 1.5% ahead in bf16 and the workspace 11% in FP8; at 128 the
 // cluster wins outright. So the planner merges through a cluster only where a split is at most
 // this long; a forced SplitMerge::cluster is taken as asked.
 inline constexpr int64_t kMaxTokensPerClusterSplit = 512;
