@@ -354,14 +354,8 @@ __device__ __forceinline__ BlockShared& block_shared() {
 
 // CUBINRT_TRACE=<length> (experiments only): block (0, 0, 0) of each unsplit launch whose sequence
 // 0 has that length prints the global timer at its start and end and the SM cycles to its phases'
-// ends; bench/experiments/trace_summary.py takes the medians.
-#ifdef CUBINRT_TRACE
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-#endif
+// ends (the global timer: global_ns, common.cuh); bench/experiments/trace_summary.py takes the
+// medians.
 
 // CUBINRT_TRACE_SPLITS=<length> (experiments only): every split launch whose sequence 0 has that
 // length records the global timer of each block's start, first step, partials and end

@@ -184,16 +184,18 @@ __device__ __forceinline__ void words(const uint4& r, uint32_t* w) { w[0] = r.x;
 __device__ __forceinline__ void words(const uint2& r, uint32_t* w) { w[0] = r.x; w[1] = r.y; }
 __device__ __forceinline__ void words(const uint32_t& r, uint32_t* w) { w[0] = r; }
 
-#ifdef CUBINRT_TRACE  // experiments only: see paged_decode.cu
-__device__ long long g_trace_first_step;  // clock64 when block (0, 0, 0)'s warp 0 has its first step
-#define CUBINRT_TRACE_FIRST_STEP() \
-  if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) g_trace_first_step = clock64()
-#elif defined(CUBINRT_TRACE_SPLITS)  // experiments only: see paged_decode.cu
+#if defined(CUBINRT_TRACE) || defined(CUBINRT_TRACE_SPLITS)  // experiments only: see paged_decode.cu
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+#endif
+#ifdef CUBINRT_TRACE
+__device__ long long g_trace_first_step;  // clock64 when block (0, 0, 0)'s warp 0 has its first step
+#define CUBINRT_TRACE_FIRST_STEP() \
+  if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) g_trace_first_step = clock64()
+#elif defined(CUBINRT_TRACE_SPLITS)
 constexpr unsigned kTraceBlocks = 2048;
 // The global timer at each block's start, first step, partials and end (warp 0's lane 0).
 __device__ unsigned long long g_split_ns[4][kTraceBlocks];
