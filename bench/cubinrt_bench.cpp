@@ -433,10 +433,13 @@ double step_replay_us(const Runtime& rt, const BenchKernels& k, const GraphApi& 
 
 // kv_append: new tokens of 8 kv heads of 128 into a cache of each dtype, bytes read plus written
 // over the copy ceiling, and over a copy of the same bytes (cuMemcpyDtoD: at 64 tokens both are a
-// launch's latency, not bandwidth).
+// launch's latency, not bandwidth). Single launches between two events keep the host's launch
+// latency in (about 5 us, a fifth of the 8192-token figures); queued behind a busy kernel, as the
+// decode's "device us" column, the launch and the copy are timed on the device alone.
 void bench_append(const Runtime& rt, const BenchKernels& k, const Ceilings& c) {
-  md("\n| kv_append | cache | tokens | time (us) | bytes read + written | TB/s | / copy BW | copy of the same bytes (us) | / that copy |\n"
-     "|---|---|---|---|---|---|---|---|---|");
+  md("\n| kv_append | cache | tokens | time (us) | device us, queued | bytes read + written | queued TB/s | / copy BW | "
+     "copy of the same bytes, queued (us) | / that copy |\n"
+     "|---|---|---|---|---|---|---|---|---|---|");
   constexpr uint32_t H = 8, D = 128, P = 16;
   for (const uint32_t T : {64u, 8192u}) {
     for (const Dtype cache : {Dtype::bf16, Dtype::fp8_e4m3, Dtype::nvfp4}) {
@@ -470,20 +473,22 @@ void bench_append(const Runtime& rt, const BenchKernels& k, const Ceilings& c) {
       Events ev;
       for (int i = 0; i < 3; ++i) launch();
       check(g_d->cuCtxSynchronize(), "cuCtxSynchronize");
-      std::vector<double> ms, copy_ms;
+      std::vector<double> ms, queued_ms, copy_ms;
       for (int i = 0; i < 25; ++i) ms.push_back(ev.time(launch));
+      for (int i = 0; i < 25; ++i) queued_ms.push_back(queued_time(k, ev, launch));
       const double moved = 2.0 * in_bytes + 2.0 * (size_t{T} * H * row + (nvfp4 ? size_t{T} * H * D / 16 : 0));
       // The same bytes copied (read + write = moved): half of them, device to device.
       CUdeviceptr from = 0, to = 0;
       const size_t half = static_cast<size_t>(moved / 2);
       check(g_d->cuMemAlloc(&from, half), "cuMemAlloc");
       check(g_d->cuMemAlloc(&to, half), "cuMemAlloc");
-      for (int i = 0; i < 25; ++i) copy_ms.push_back(ev.time([&] { check(g_d->cuMemcpyDtoD(to, from, half), "cuMemcpyDtoD"); }));
+      // On the null stream, behind the spin as the launch is (a device-to-device copy does not wait for the host).
+      for (int i = 0; i < 25; ++i) copy_ms.push_back(queued_time(k, ev, [&] { check(g_d->cuMemcpyDtoD(to, from, half), "cuMemcpyDtoD"); }));
       g_d->cuMemFree(from);
       g_d->cuMemFree(to);
-      const double t = median(ms), tc = median(copy_ms), tbps = moved / (t * 1e-3) / 1e12;
-      md(fmt::format("| bf16 -> {} | {} | {} | {:.1f} | {:.0f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", dtype_name(cache), nvfp4 ? "NHD + scales" : "NHD", T,
-                     t * 1e3, moved, tbps, tbps / c.copy_tbps, tc * 1e3, tc / t));
+      const double t = median(ms), tq = median(queued_ms), tc = median(copy_ms), tbps = moved / (tq * 1e-3) / 1e12;
+      md(fmt::format("| bf16 -> {} | {} | {} | {:.1f} | {:.1f} | {:.0f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} |", dtype_name(cache), nvfp4 ? "NHD + scales" : "NHD",
+                     T, t * 1e3, tq * 1e3, moved, tbps, tbps / c.copy_tbps, tc * 1e3, tc / tq));
       for (CUdeviceptr p : {kin, vin, slots, kc, vc, ksf, vsf}) g_d->cuMemFree(p);
     }
   }
@@ -628,8 +633,8 @@ int main(int argc, char** argv) {
   app.add_option("--bundle", bundle_path, "time the decode kernels of this bundle instead of the embedded one (kernel experiments)");
   app.add_option("--only", only, "time only the decode shapes whose name contains this text");
   app.add_flag("--nvfp4", nvfp4, "time NVFP4 KV beside bf16 and FP8 e4m3 (the decode shapes, sweep or grid)");
-  app.add_flag("--sweep", sweep, "instead of the issue's shapes: small batches and short sequences, the planner's merge against the "
-                                 "workspace's, to check where it picks a cluster");
+  app.add_flag("--sweep", sweep, "instead of the issue's shapes: batch 1 to 16 x 256 to 8192 tokens, the planner's merge against "
+                                 "the workspace's and a cluster's, to check where it picks a cluster");
   app.add_flag("--grid", grid, "instead of the issue's shapes: batch 1, 4, 16, 64, 256 x tokens 128, 1024, 8192, 32768, D128 32q/8kv, "
                                "bf16 and FP8, as KV TB/s over the copy ceiling (the regression table of docs/benchmarks.md)");
   app.add_flag("--replay", replay, "instead of the issue's shapes: small batches under CUDA-graph replay (100 launches captured), "
@@ -749,14 +754,17 @@ int main(int argc, char** argv) {
   // The sweep's shapes; their names live as long as the loop that times them (Shape holds its
   // name by pointer, so the names never reallocate: reserved up front).
   constexpr std::array kSweepBatches{1u, 2u, 4u, 8u, 16u};
-  constexpr std::array kSweepLens{256u, 1024u, 4096u};
+  constexpr std::array kSweepLens{256u, 1024u, 4096u, 8192u};
   std::vector<std::string> sweep_names;
   sweep_names.reserve(kSweepBatches.size() * kSweepLens.size());
   std::vector<Shape> sweep_shapes;
   for (uint32_t batch : kSweepBatches)
     for (uint32_t len : kSweepLens) {
       const char* name = sweep_names.emplace_back(fmt::format("B{} L{} 32q/8kv D128 p16", batch, len)).c_str();
-      for (SplitMerge m : {SplitMerge::choose, SplitMerge::workspace}) sweep_shapes.push_back({name, batch, len, 32, 8, 128, 16, 0, KvLayout::nhd, m});
+      // The planner's merge, the workspace and a cluster at the planner's split counts (a forced
+      // cluster that finds no 2 to 8 splits to take runs unsplit).
+      for (SplitMerge m : {SplitMerge::choose, SplitMerge::workspace, SplitMerge::cluster})
+        sweep_shapes.push_back({name, batch, len, 32, 8, 128, 16, 0, KvLayout::nhd, m});
     }
   // The regression grid's shapes, named the same way.
   constexpr std::array kGridBatches{1u, 4u, 16u, 64u, 256u};
