@@ -601,6 +601,16 @@ TEST_F(Dispatch, SplitsBalanceTheBusiestMultiprocessor) {
   CUBINRT_ASSERT_OK(plan);
   EXPECT_EQ(plan->num_splits(), 8);
   EXPECT_EQ(plan->merge(), SplitMerge::cluster);
+  // 16 x 8 blocks of 8192 tokens: 2 splits of 4096 tokens, but a pair of blocks, which ends close
+  // enough together for the cluster's merge to pay at any length (H100 runs 108-110).
+  shape.merge = SplitMerge::choose;
+  shape.batch = 16;
+  shape.block_table_stride = 512;
+  plan = DecodePlan::create(*rt, shape);
+  CUBINRT_ASSERT_OK(plan);
+  EXPECT_EQ(plan->num_splits(), 2);
+  EXPECT_EQ(plan->merge(), SplitMerge::cluster);
+  EXPECT_EQ(plan->workspace_bytes(), 0u);
 }
 
 // A cluster merge launches each (sequence, head chunk)'s splits as one cluster along z, and asks

@@ -180,12 +180,12 @@ Result<DecodePlan> DecodePlan::create(const Runtime& runtime, const DecodeShape&
     splits = unpaired_splits && !pairs ? *unpaired_splits
                                        : choose_splits(blocks, pages, multiprocessors, plan.kernel_->blocks_per_sm, by_length, saturating);
     // Where the workspace would take 2 to 8 splits, a cluster merges them instead, in splits as
-    // short as 128 tokens, if they are short (kMaxTokensPerClusterSplit).
+    // short as 128 tokens, if they are short (kMaxTokensPerClusterSplit) or a pair.
     if (can_cluster && (s.merge == SplitMerge::cluster || (s.merge == SplitMerge::choose && splits > 1 && splits <= kMaxClusterSplits))) {
       const int64_t by_cluster = std::clamp<int64_t>(max_len / kMinTokensPerClusterSplit, 1, kMaxClusterSplits);
       const int64_t c = choose_splits(blocks, pages, multiprocessors, plan.kernel_->blocks_per_sm, by_cluster, saturating);
-      const bool short_splits = (max_len + c - 1) / c <= kMaxTokensPerClusterSplit;
-      if (c > 1 && (s.merge == SplitMerge::cluster || short_splits)) splits = c, cluster = true;
+      const bool cluster_pays = c == 2 || (max_len + c - 1) / c <= kMaxTokensPerClusterSplit;
+      if (c > 1 && (s.merge == SplitMerge::cluster || cluster_pays)) splits = c, cluster = true;
       else if (s.merge == SplitMerge::cluster) splits = 1;
     }
   }

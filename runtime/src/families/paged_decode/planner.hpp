@@ -49,7 +49,13 @@ inline constexpr int64_t kMinTokensPerClusterSplit = 128;
 // the cluster's last range ended 8 us after the workspace's (docs/kernels.md). At 1024 tokens
 // (B8 L4096 above) the cluster was 1.5% ahead in bf16 and the workspace 11% in FP8; at 128 the
 // cluster wins outright. So the planner merges through a cluster only where a split is at most
-// this long; a forced SplitMerge::cluster is taken as asked.
+// this long, or where the cluster is a pair of blocks, whatever its length: two blocks end close
+// enough together that their merge, cheaper than the workspace's, still pays. H100 runs 108-110
+// (device us queued, bf16 / FP8, 2 splits as a cluster against the workspace): B16 L4096
+// 92.5-92.6 / 51.0-51.1 against 93.9-94.3 / 52.4-52.7, B16 L8192 177.2-177.8 / 94.3-95.1 against
+// 178.3-179.8 / 95.3-96.3, B64 L8192 128q/8kv FP8 (the 16-head kernel, 4096 tokens a split) 370.4
+// against 385.0-387.2; 4-block clusters of 2048-token splits (B8 L8192) were 1-2% behind in bf16,
+// 8-block ones of 4096 3-10% (above). A forced SplitMerge::cluster is taken as asked.
 inline constexpr int64_t kMaxTokensPerClusterSplit = 512;
 
 // The kernel is bandwidth-bound: the fewest splits whose busiest multiprocessor streams within
