@@ -78,7 +78,8 @@ struct KvCacheDesc {
 // of a (sequence, head chunk) run as one thread-block cluster and merge through distributed
 // shared memory, with no workspace and no global round trip (compute capability 9.0 and
 // later, 2 to 8 splits, kernels built for sm_90 or later). choose takes a cluster only for splits
-// of at most 512 tokens: over longer ranges its blocks end further apart than the workspace's.
+// of at most 512 tokens, or a pair of any length: over longer ranges a larger cluster's blocks end
+// further apart than the workspace's.
 enum class SplitMerge : uint8_t { choose, workspace, cluster };
 
 // What stays fixed across calls of one shape: the plan is made from this.
