@@ -696,12 +696,12 @@ int main(int argc, char** argv) {
       {"B4 L131072 32q/8kv D128 p16", 4, 131072, 32, 8, 128, 16},
       {"B1 L131072 32q/8kv D128 p16, forced", 1, 131072, 32, 8, 128, 16, 64},
       {"B1 L131072 32q/8kv D128 p16, forced", 1, 131072, 32, 8, 128, 16, 128},
-      // The planner's 8-block clusters at B4 against the same 8 splits, and 16, through the
-      // workspace: clusters are placed within a GPC, and at long ranges the blocks of run 106's
-      // clusters ended further apart than the workspace's.
-      {"B4 L32768 32q/8kv D128 p16, forced", 4, 32768, 32, 8, 128, 16, 8, KvLayout::nhd, SplitMerge::workspace},
+      // The planner's 8 workspace splits at B4 against the same 8 as a cluster (its choice before
+      // commit 7a8c1f0) and 16 through the workspace: clusters are placed within a GPC, and at long
+      // ranges their blocks ended further apart than the workspace's (runs 106-107).
+      {"B4 L32768 32q/8kv D128 p16, forced", 4, 32768, 32, 8, 128, 16, 8, KvLayout::nhd, SplitMerge::cluster},
       {"B4 L32768 32q/8kv D128 p16, forced", 4, 32768, 32, 8, 128, 16, 16, KvLayout::nhd, SplitMerge::workspace},
-      {"B4 L131072 32q/8kv D128 p16, forced", 4, 131072, 32, 8, 128, 16, 8, KvLayout::nhd, SplitMerge::workspace},
+      {"B4 L131072 32q/8kv D128 p16, forced", 4, 131072, 32, 8, 128, 16, 8, KvLayout::nhd, SplitMerge::cluster},
       // Query-head groups of 8 and 16 (Llama-3-70B, Qwen2-72B: 64/8; Llama-3-405B: 128/8).
       {"B64 L8192 64q/8kv D128 p16", 64, 8192, 64, 8, 128, 16},
       {"B64 L8192 128q/8kv D128 p16", 64, 8192, 128, 8, 128, 16},
