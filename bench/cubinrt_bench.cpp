@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <optional>
 #include <fstream>
@@ -628,6 +629,7 @@ int main(int argc, char** argv) {
   bool quick = false, sweep = false, grid = false, replay = false, devices = false, append = false, nvfp4 = false, e5m2 = false;
   std::optional<std::filesystem::path> bundle_path;
   std::string only;
+  std::vector<uint32_t> forced_splits, forced_cluster_splits;
   CLI::App app{"cubinrt_bench: paged decode against ceilings measured in the same run (docs/benchmarks.md)"};
   app.add_flag("--quick", quick, "the ceilings and decode only (no start-up or self-check timings)");
   app.add_option("--bundle", bundle_path, "time the decode kernels of this bundle instead of the embedded one (kernel experiments)");
@@ -650,6 +652,10 @@ int main(int argc, char** argv) {
       ->transform(CLI::CheckedTransformer(std::map<std::string, ScaleOrder>{{"linear", ScaleOrder::linear}, {"interleaved4", ScaleOrder::interleaved4}}));
   app.add_option("--sf-layout", g_sf_layout, "NVFP4's scale rows in nhd or hnd order whatever the codes' layout (default: the codes')")
       ->transform(CLI::CheckedTransformer(std::map<std::string, KvLayout>{{"nhd", KvLayout::nhd}, {"hnd", KvLayout::hnd}}));
+  app.add_option("--splits", forced_splits, "also time each chosen shape (the issue's, --sweep's, --grid's; narrowed by --only) at these split "
+                 "counts, merged through the workspace: the planner's choice against its neighbours")
+      ->check(CLI::Range(1u, 1024u));
+  app.add_option("--cluster-splits", forced_cluster_splits, "the same at these split counts, merged in a cluster (2 to 8)")->check(CLI::Range(2u, 8u));
   app.add_flag("--append", append, "instead of the issue's shapes: kv_append of 64 and 8192 tokens into bf16, FP8 and NVFP4 caches");
   CLI11_PARSE(app, argc, argv);
   auto drv = value_or_die(open_driver(), "driver");
@@ -811,9 +817,21 @@ int main(int argc, char** argv) {
     md("\n| shape (graph replay) | kv | splits | us per launch | / bare | us per launch, overlapping the one before | / bare, overlapping |\n"
        "|---|---|---|---|---|---|---|");
   }
-  const std::span<const Shape> chosen = replay ? std::span<const Shape>(replay_shapes)
+  const std::span<const Shape> listed = replay ? std::span<const Shape>(replay_shapes)
                                         : (sweep || grid) ? std::span<const Shape>(sweep_shapes)
                                                           : std::span<const Shape>(shapes);
+  // --splits and --cluster-splits: each listed shape the planner picks for (not one already forced),
+  // then again at each forced count; the names live in a deque (Shape holds its name by pointer).
+  std::deque<std::string> forced_names;
+  std::vector<Shape> with_forced;
+  for (const Shape& s : listed) {
+    with_forced.push_back(s);
+    if (s.splits != 0 || !std::string_view(s.name).contains(only)) continue;
+    const char* name = forced_names.emplace_back(fmt::format("{}, forced", s.name)).c_str();
+    for (uint32_t n : forced_splits) with_forced.push_back({name, s.batch, s.len, s.hq, s.hk, s.d, s.page, n, s.layout, SplitMerge::workspace});
+    for (uint32_t n : forced_cluster_splits) with_forced.push_back({name, s.batch, s.len, s.hq, s.hk, s.d, s.page, n, s.layout, SplitMerge::cluster});
+  }
+  const std::span<const Shape> chosen(with_forced);
   for (const Shape& s : chosen)
     for (Dtype kv : {Dtype::bf16, Dtype::fp8_e4m3, Dtype::fp8_e5m2, Dtype::nvfp4})
       if ((kv != Dtype::nvfp4 || nvfp4) && (kv != Dtype::fp8_e5m2 || e5m2) && std::string_view(s.name).contains(only) && rt->supports(bench_key(s, kv)))
