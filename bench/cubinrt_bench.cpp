@@ -820,13 +820,14 @@ int main(int argc, char** argv) {
   const std::span<const Shape> listed = replay ? std::span<const Shape>(replay_shapes)
                                         : (sweep || grid) ? std::span<const Shape>(sweep_shapes)
                                                           : std::span<const Shape>(shapes);
-  // --splits and --cluster-splits: each listed shape the planner picks for (not one already forced),
-  // then again at each forced count; the names live in a deque (Shape holds its name by pointer).
+  // --splits and --cluster-splits: each listed shape the planner picks for (neither forced nor, as
+  // the sweep's rows beside the planner's, merged one way), then again at each forced count; the
+  // names live in a deque (Shape holds its name by pointer).
   std::deque<std::string> forced_names;
   std::vector<Shape> with_forced;
   for (const Shape& s : listed) {
     with_forced.push_back(s);
-    if (s.splits != 0 || !std::string_view(s.name).contains(only)) continue;
+    if (s.splits != 0 || s.merge != SplitMerge::choose || !std::string_view(s.name).contains(only)) continue;
     const char* name = forced_names.emplace_back(fmt::format("{}, forced", s.name)).c_str();
     for (uint32_t n : forced_splits) with_forced.push_back({name, s.batch, s.len, s.hq, s.hk, s.d, s.page, n, s.layout, SplitMerge::workspace});
     for (uint32_t n : forced_cluster_splits) with_forced.push_back({name, s.batch, s.len, s.hq, s.hk, s.d, s.page, n, s.layout, SplitMerge::cluster});
